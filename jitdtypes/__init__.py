@@ -1,0 +1,103 @@
+"""jitdtypes: torch.complex32 and torch.bcomplex32 that just work.
+
+Importing the package registers, with torch.library, overrides at exactly the (overload, dispatch key) pairs
+where PyTorch lacks a 16-bit kernel (found by probing, cached per torch build). Set JITDTYPES_DISABLE=1 to
+import without installing anything.
+"""
+
+__version__ = "0.1.0"
+
+import contextlib
+import logging
+import os
+import threading
+
+import torch
+
+log = logging.getLogger("jitdtypes")
+log.addHandler(logging.NullHandler())
+
+_lock = threading.RLock()
+_registration = None
+_discoveries: dict = {}
+
+
+def _device_types() -> list[str]:
+    # is_available() asks the driver without creating a CUDA context, so forked workers stay usable.
+    return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+
+
+def enable() -> None:
+    """Install the overrides (idempotent)."""
+    global _registration
+    from . import discovery, entry_points, registrar
+
+    with _lock:
+        if _registration is not None:
+            return
+        for device_type in _device_types():
+            if device_type not in _discoveries:
+                _discoveries[device_type] = discovery.load_or_discover(device_type)
+        registration = registrar.install({d: found.findings for d, found in _discoveries.items()})
+        registration.keys += entry_points.install(registration.library, list(_discoveries))
+        _registration = registration
+        log.debug("jitdtypes: %d kernels registered", len(registration.keys))
+
+
+def disable() -> None:
+    """Remove every override: PyTorch behaves exactly as without jitdtypes."""
+    global _registration
+    with _lock:
+        if _registration is not None:
+            _registration.remove()
+            _registration = None
+
+
+def is_enabled() -> bool:
+    return _registration is not None
+
+
+@contextlib.contextmanager
+def disabled():
+    """`with jitdtypes.disabled():` runs its body on plain PyTorch, then restores the previous state."""
+    with _lock:
+        was_enabled = is_enabled()
+        disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            enable()
+
+
+def stats() -> list[dict]:
+    """One row per (op, dtype, device) that jitdtypes knows about: its support in plain PyTorch, the path a
+    call takes (native, template or upcast) and the calls seen in this process, by path."""
+    from . import discovery, path_record, registrar
+
+    calls = path_record.calls()
+    rows = []
+    for device_type in _device_types():
+        found = _discoveries.get(device_type) or discovery.load_or_discover(device_type)
+        for finding in found.findings:
+            for dtype, support in sorted(finding.status.items()):
+                key = (finding.overload, dtype, device_type)
+                seen = calls.pop(key, {})
+                planned = registrar.planned_path(finding.overload, device_type, support)
+                rows.append(_row(key, support, max(seen, key=seen.get) if seen else planned, seen))
+        for dtype, names in sorted(found.supported.items()):
+            rows += [_row((name, dtype, device_type), "native", "native", {}) for name in names]
+    rows += [_row(key, "unknown", max(seen, key=seen.get), seen) for key, seen in calls.items()]
+    return sorted(rows, key=lambda r: (r["device"], r["dtype"], r["op"]))
+
+
+def _row(key, support, path, seen) -> dict:
+    op, dtype, device = key
+    return {
+        "op": op, "dtype": dtype, "device": device, "support": support, "path": path,
+        "calls": sum(seen.values()), "calls_by_path": dict(seen),
+    }
+
+
+if os.environ.get("JITDTYPES_DISABLE", "").strip() in ("", "0"):
+    enable()

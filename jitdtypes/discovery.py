@@ -1,0 +1,217 @@
+"""Which overloads lack 16-bit support on a device: learned by probing in child processes, cached per build.
+
+Probing runs every candidate overload with synthesized arguments (see probe.py). Some ATen kernels crash on
+made-up arguments, so probing happens in a child process that logs each overload before running it; when a
+child dies, the parent skips the overload that killed it and starts a new child for the rest.
+
+Two passes: the first finds every failing overload; overrides are then installed for the failing backend
+kernels and the remaining (composite) failures are probed again, because most of them only failed inside a
+backend kernel that is now covered. Composite ops still failing get their own override at the Autograd key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from filelock import FileLock
+
+from cache_tools import atomic, locations
+
+from . import __version__, probe, schema
+
+log = logging.getLogger("jitdtypes")
+
+FORMAT = 1
+CHILD_TIMEOUT_S = 900
+BACKEND, COMPOSITE = "backend", "composite"
+
+
+@dataclasses.dataclass
+class Finding:
+    """An overload that needs an override on a device: at its backend key, or also at Autograd (composite)."""
+
+    overload: str
+    level: str
+    status: dict[str, str]  # dtype name -> probe.MISSING / probe.PARTIAL
+    errors: dict[str, str]
+
+    def dispatch_keys(self, device_type: str) -> tuple[str, ...]:
+        backend = device_type.upper()
+        return (f"Autograd{backend}", backend) if self.level == COMPOSITE else (backend,)
+
+
+def kernel_level(full_name: str, device_type: str) -> str:
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    if has(full_name, device_type.upper()) or has(full_name, "CompositeExplicitAutograd") or has(
+        full_name, "CompositeExplicitAutogradNonFunctional"
+    ):
+        return BACKEND
+    return COMPOSITE
+
+
+def _source_fingerprint() -> str:
+    here = Path(__file__).parent
+    digest = hashlib.sha256()
+    for name in ("probe.py", "schema.py", "discovery.py", "dtypes.py", "upcast.py", "registrar.py"):
+        digest.update((here / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_path(device_type: str) -> Path:
+    build = f"{torch.__version__}-{(torch.version.git_version or '')[:10]}-{torch.version.cuda or 'nocuda'}"
+    key = hashlib.sha256(f"{FORMAT}|{build}|{__version__}|{_source_fingerprint()}".encode()).hexdigest()[:16]
+    return locations.cache_root() / "discovery" / f"{device_type}-torch{torch.__version__}-{key}.json"
+
+
+@dataclasses.dataclass
+class Discovery:
+    """What probing learned on one device type."""
+
+    device_type: str
+    findings: list[Finding]  # overloads that need an override
+    supported: dict[str, list[str]]  # dtype name -> overloads that work natively
+
+    def to_json(self) -> str:
+        record = {
+            "format": FORMAT,
+            "device_type": self.device_type,
+            "torch": torch.__version__,
+            "jitdtypes": __version__,
+            "created": time.time(),
+            "findings": [dataclasses.asdict(f) for f in self.findings],
+            "supported": self.supported,
+        }
+        return json.dumps(record, indent=1)
+
+
+def load(path: Path) -> Discovery | None:
+    try:
+        record = json.loads(path.read_text())
+        if record["format"] != FORMAT:
+            return None
+        return Discovery(record["device_type"], [Finding(**f) for f in record["findings"]], record["supported"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def load_or_discover(device_type: str) -> Discovery:
+    """What is missing on `device_type`, from the cache when present, else by probing (then cached)."""
+    path = cache_path(device_type)
+    found = load(path)
+    if found is not None:
+        return found
+    try:
+        locations.ensure_dir(path.parent)
+        with FileLock(str(path) + ".lock"):
+            found = load(path)
+            if found is None:
+                found = discover(device_type)
+                atomic.write_text(path, found.to_json())
+            return found
+    except OSError as exc:
+        log.warning("jitdtypes: cache %s not writable (%s); discovery results kept in memory", path.parent, exc)
+        return discover(device_type)
+
+
+def discover(device_type: str) -> Discovery:
+    started = time.monotonic()
+    log.warning(
+        "jitdtypes: probing which ATen kernels lack 16-bit complex support on %s "
+        "(once per torch build; takes about a minute)",
+        device_type,
+    )
+    candidates = [n for n in schema.all_aten_overloads() if probe.should_probe(schema.overload(n))]
+    outcomes = run_probes(device_type, candidates, installed=[])
+    first = [o for o in outcomes if o.needs_override]
+    backend = [
+        Finding(o.overload, BACKEND, _failing(o.status), o.errors)
+        for o in first
+        if kernel_level(o.overload, device_type) == BACKEND
+    ]
+    retry = [o.overload for o in first if kernel_level(o.overload, device_type) == COMPOSITE]
+    retried = run_probes(device_type, retry, installed=backend)
+    composite = [Finding(o.overload, COMPOSITE, _failing(o.status), o.errors) for o in retried if o.needs_override]
+    supported: dict[str, list[str]] = {}
+    for outcome in outcomes:
+        for dtype, status in outcome.status.items():
+            if status == probe.SUPPORTED:
+                supported.setdefault(dtype, []).append(outcome.overload)
+    log.warning(
+        "jitdtypes: %d of %d overloads need overrides on %s (%d backend, %d composite) [%.1fs]",
+        len(backend) + len(composite), len(candidates), device_type, len(backend), len(composite),
+        time.monotonic() - started,
+    )
+    return Discovery(device_type, backend + composite, supported)
+
+
+def _failing(status: dict[str, str]) -> dict[str, str]:
+    return {dtype: s for dtype, s in status.items() if s != probe.SUPPORTED}
+
+
+def run_probes(device_type: str, names: list[str], installed: list[Finding]) -> list[probe.Outcome]:
+    """Probe `names` in child processes, restarting past any overload that kills its child."""
+    outcomes: dict[str, probe.Outcome | None] = {}
+    remaining = list(names)
+    with tempfile.TemporaryDirectory(prefix="jitdtypes-probe-") as tmp:
+        todo, progress, overrides = Path(tmp, "todo.json"), Path(tmp, "progress.jsonl"), Path(tmp, "ov.json")
+        overrides.write_text(json.dumps([dataclasses.asdict(f) for f in installed]))
+        while remaining:
+            todo.write_text(json.dumps(remaining))
+            progress.write_text("")
+            env = dict(os.environ, JITDTYPES_DISABLE="1", PYTHONWARNINGS="ignore")
+            cmd = [sys.executable, "-m", "jitdtypes.discovery", device_type, str(todo), str(progress), str(overrides)]
+            try:
+                child = subprocess.run(cmd, env=env, timeout=CHILD_TIMEOUT_S, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.PIPE, check=False)
+                stderr = child.stderr.decode(errors="replace")
+            except subprocess.TimeoutExpired as exc:
+                stderr = (exc.stderr or b"").decode(errors="replace")
+            if not progress.read_text():
+                raise RuntimeError(f"jitdtypes: the probing child process failed to start:\n{stderr[-2000:]}")
+            started = None
+            for line in progress.read_text().splitlines():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    break  # the child died mid-line
+                if "start" in entry:
+                    started = entry["start"]
+                else:
+                    outcomes[entry["done"]] = probe.Outcome(**entry["outcome"]) if entry["outcome"] else None
+                    started = None
+            if started is not None:
+                log.debug("jitdtypes: %s crashed or hung its probe; it is left alone", started)
+                outcomes[started] = None
+            remaining = [n for n in remaining if n not in outcomes]
+    return [o for o in outcomes.values() if o is not None]
+
+
+def _child(device_type: str, todo: Path, progress: Path, overrides: Path) -> None:
+    installed = [Finding(**f) for f in json.loads(overrides.read_text())]
+    keep_alive = None
+    if installed:
+        from . import registrar
+
+        keep_alive = registrar.install({device_type: installed})
+    with progress.open("a") as out:
+        for name in json.loads(todo.read_text()):
+            out.write(json.dumps({"start": name}) + "\n")
+            out.flush()
+            outcome = probe.probe(schema.overload(name), device_type)
+            out.write(json.dumps({"done": name, "outcome": dataclasses.asdict(outcome) if outcome else None}) + "\n")
+            out.flush()
+    del keep_alive
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))

@@ -1,0 +1,101 @@
+"""The 16-bit dtypes jitdtypes serves, their 32-bit compute dtypes and the rules that map results back."""
+
+from __future__ import annotations
+
+import torch
+
+BCOMPLEX32 = getattr(torch, "bcomplex32", None)
+
+COMPLEX_TARGETS: tuple[torch.dtype, ...] = (torch.complex32,) + ((BCOMPLEX32,) if BCOMPLEX32 else ())
+# Real 16-bit inputs are targets only for ops that turn real into complex (fft, rfft, stft, complex, polar).
+REAL_TARGETS: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
+TARGETS = COMPLEX_TARGETS + REAL_TARGETS
+
+COMPUTE_DTYPE = {
+    torch.complex32: torch.complex64,
+    torch.float16: torch.float32,
+    torch.bfloat16: torch.float32,
+}
+if BCOMPLEX32:
+    COMPUTE_DTYPE[BCOMPLEX32] = torch.complex64
+
+REAL_OF = {torch.complex32: torch.float16}
+COMPLEX_OF = {torch.float16: torch.complex32}
+if BCOMPLEX32:
+    REAL_OF[BCOMPLEX32] = torch.bfloat16
+    COMPLEX_OF[torch.bfloat16] = BCOMPLEX32
+
+# A family is the pair (complex dtype, real dtype) that 32-bit results are rounded back to.
+FAMILY_OF = {c: (c, r) for c, r in REAL_OF.items()}
+FAMILY_OF.update({r: (c, r) for c, r in REAL_OF.items()})
+
+NAMES = {torch.complex32: "complex32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
+if BCOMPLEX32:
+    NAMES[BCOMPLEX32] = "bcomplex32"
+BY_NAME = {name: dtype for dtype, name in NAMES.items()}
+
+
+def parse(name: str) -> torch.dtype:
+    """'complex32' / 'torch.complex32' / 'chalf' -> torch.dtype, limited to the dtypes jitdtypes serves."""
+    key = name.removeprefix("torch.")
+    key = {"chalf": "complex32", "half": "float16", "bf16": "bfloat16"}.get(key, key)
+    if key not in BY_NAME:
+        raise ValueError(f"unknown or unsupported dtype {name!r}; choose from {sorted(BY_NAME)}")
+    return BY_NAME[key]
+
+
+def _to_complex(dtype: torch.dtype) -> torch.dtype:
+    return COMPLEX_OF.get(dtype) or torch.promote_types(dtype, torch.complex64)
+
+
+def _combine_categories(higher: torch.dtype | None, lower: torch.dtype | None) -> torch.dtype | None:
+    """Port of ATen's combine_categories: merges the dimensioned-tensor result with the zero-dim one."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return _to_complex(higher) if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher == torch.bool or lower.is_floating_point:
+        return torch.promote_types(higher, lower)
+    return higher
+
+
+WRAPPED_NUMBER_DTYPE = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
+def _wrapped_number_category_dtype(value) -> torch.dtype:
+    dtype = WRAPPED_NUMBER_DTYPE[type(value)]
+    if dtype == torch.float64:
+        return torch.get_default_dtype()
+    if dtype == torch.complex128:
+        return _to_complex(torch.get_default_dtype())
+    return dtype
+
+
+def result_dtype(tensors, scalars=()) -> torch.dtype | None:
+    """torch.result_type over any number of tensors and Python scalars (port of ATen's ResultTypeState:
+    dimensioned tensors outrank zero-dim tensors, which outrank wrapped numbers, unless of a higher category)."""
+    dim_result = zero_result = wrapped_result = None
+    for t in tensors:
+        if t.dim():
+            dim_result = t.dtype if dim_result is None else torch.promote_types(dim_result, t.dtype)
+        else:
+            zero_result = t.dtype if zero_result is None else torch.promote_types(zero_result, t.dtype)
+    for value in scalars:
+        current = _wrapped_number_category_dtype(value)
+        wrapped_result = current if wrapped_result is None else torch.promote_types(wrapped_result, current)
+    return _combine_categories(dim_result, _combine_categories(zero_result, wrapped_result))
+
+
+def round_back_family(tensors) -> tuple[torch.dtype, torch.dtype] | None:
+    """The (complex, real) 16-bit pair that 32-bit results should be rounded to, or None to keep them.
+
+    complex32 with float32 promotes to complex64, complex32 with bcomplex32 to complex64: no rounding then.
+    """
+    promoted = result_dtype(t for t in tensors if t.is_floating_point() or t.is_complex())
+    return FAMILY_OF.get(promoted)

@@ -1,0 +1,125 @@
+"""What jitdtypes needs to know about an ATen overload, read once from its schema."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import torch
+
+TENSOR, OPTIONAL_TENSOR, TENSOR_LIST, OTHER = "tensor", "optional_tensor", "tensor_list", "other"
+
+_KIND_BY_TYPE = {
+    "Tensor": TENSOR,
+    "Optional[Tensor]": OPTIONAL_TENSOR,
+    "List[Tensor]": TENSOR_LIST,
+    "List[Optional[Tensor]]": TENSOR_LIST,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Arg:
+    name: str
+    kind: str
+    real_type: str
+    kwarg_only: bool
+    is_write: bool
+    has_default: bool
+    default: object
+
+    @property
+    def is_tensorlike(self) -> bool:
+        return self.kind != OTHER
+
+
+@dataclasses.dataclass(frozen=True)
+class Overload:
+    qualname: str  # "aten::exp"
+    overload: str  # "" for the default overload
+    args: tuple[Arg, ...]
+    returns_alias_input: bool  # the op returns a (possibly mutated) input or a view of one
+    mutates: bool
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.qualname}.{self.overload}" if self.overload else self.qualname
+
+    @property
+    def short_name(self) -> str:
+        return self.full_name.removeprefix("aten::")
+
+    @functools.cached_property
+    def overload_packet(self):
+        namespace, name = self.qualname.split("::")
+        return getattr(getattr(torch.ops, namespace), name)
+
+    @functools.cached_property
+    def op(self) -> torch._ops.OpOverload:
+        return getattr(self.overload_packet, self.overload or "default")
+
+    @property
+    def positional(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if not a.kwarg_only)
+
+    @property
+    def keyword(self) -> tuple[Arg, ...]:
+        return tuple(a for a in self.args if a.kwarg_only)
+
+    @property
+    def has_dtype_arg(self) -> bool:
+        return any(a.real_type == "Optional[ScalarType]" and a.name == "dtype" for a in self.args)
+
+    @property
+    def is_view(self) -> bool:
+        return self.returns_alias_input and not self.mutates
+
+
+def split_name(full_name: str) -> tuple[str, str]:
+    """'aten::add.Tensor' -> ('aten::add', 'Tensor'); 'exp' -> ('aten::exp', '')."""
+    if "::" not in full_name:
+        full_name = "aten::" + full_name
+    qualname, _, overload = full_name.partition(".")
+    return qualname, overload
+
+
+@functools.lru_cache(maxsize=None)
+def overload(full_name: str) -> Overload:
+    qualname, overload = split_name(full_name)
+    schema = torch._C._get_schema(qualname, overload)
+    args = tuple(
+        Arg(
+            name=a.name,
+            kind=_KIND_BY_TYPE.get(str(a.type), OTHER),
+            real_type=str(a.real_type),
+            kwarg_only=a.kwarg_only,
+            is_write=bool(a.alias_info and a.alias_info.is_write),
+            has_default=a.has_default_value(),
+            default=a.default_value if a.has_default_value() else None,
+        )
+        for a in schema.arguments
+    )
+    return Overload(
+        qualname=qualname,
+        overload=overload,
+        args=args,
+        returns_alias_input=any(r.alias_info is not None for r in schema.returns),
+        mutates=any(a.is_write for a in args),
+    )
+
+
+def all_aten_overloads() -> list[str]:
+    return sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
+
+
+def bind(info: Overload, args: tuple, kwargs: dict) -> dict[str, object]:
+    """Name every argument of a dispatcher call (trailing defaults may be omitted by the caller)."""
+    bound = {}
+    positional = info.positional
+    for arg, value in zip(positional, args):
+        bound[arg.name] = value
+    for arg in info.args:
+        if arg.name in kwargs:
+            bound[arg.name] = kwargs[arg.name]
+        elif arg.name not in bound and arg.has_default:
+            bound[arg.name] = arg.default
+    return bound
