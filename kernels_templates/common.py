@@ -1,0 +1,103 @@
+"""What every template family shares: dtype names, rendering, loading rendered source, stride helpers.
+
+A family file (one per op family, e.g. unary.py) provides:
+
+    FAMILY: str                                  # "unary"
+    def variants(dtype: str) -> list[dict]       # every parameter set worth pre-generating for a dtype
+    def render(params: dict) -> str              # complete Python module source for one parameter set
+    ATEN: dict[str, Adapter]                     # "aten::exp" -> adapter (see below)
+
+Every params dict holds at least "op" (e.g. "exp") and "dtype" ("complex32" or "bcomplex32"), plus
+"interpret" (bool: rendered for Triton's CPU interpreter, which cannot run tl.dot on bf16 tiles).
+Values must be JSON-serializable: the engine hashes them into the cache key.
+
+A rendered module reads top-down: @triton.jit kernel(s) -> host launcher -> torch-facing `run(...)`,
+annotated with torch types (torch.library.triton_op infers the custom-op schema from them), launching
+through torch.library.wrap_triton, and declares MUTATES: tuple[str, ...] (names of arguments `run` writes).
+It computes in fp32 and rounds once on store.
+
+An adapter maps one ATen overload call to a kernel:
+
+    def adapter(load, args: tuple, kwargs: dict, device_type: str):
+        ... return NotImplemented  # this call's arguments are not covered: the upcast path takes it
+        run = load(params_dict)    # the engine renders/caches/loads and returns the callable custom op
+        return run(...)
+
+Adapters receive the arguments exactly as the dispatcher passes them to a Python kernel (trailing
+defaults may be missing; Python numbers may stand where the schema says Tensor).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import string
+import types
+
+import torch
+
+DTYPES = {"complex32": torch.complex32}
+if hasattr(torch, "bcomplex32"):
+    DTYPES["bcomplex32"] = torch.bcomplex32
+DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
+TL_PART_DTYPE = {"complex32": "tl.float16", "bcomplex32": "tl.bfloat16"}
+
+
+def render(template: str, **params) -> str:
+    """string.Template substitution ($name); a missing parameter is an error, not an empty string."""
+    return string.Template(template).substitute(**params)
+
+
+@contextlib.contextmanager
+def _interpreter(enabled: bool):
+    # Triton decides at decoration time whether a @triton.jit function runs in its interpreter.
+    previous = os.environ.get("TRITON_INTERPRET")
+    if enabled:
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        yield
+    finally:
+        if enabled:
+            if previous is None:
+                os.environ.pop("TRITON_INTERPRET", None)
+            else:
+                os.environ["TRITON_INTERPRET"] = previous
+
+
+def exec_source(source: str, module_name: str, *, interpret: bool, filename: str | None = None) -> types.ModuleType:
+    """Execute rendered source as a fresh module (not inserted into sys.modules)."""
+    module = types.ModuleType(module_name)
+    module.__file__ = filename or f"<{module_name}>"
+    code = compile(source, module.__file__, "exec")
+    with _interpreter(interpret):
+        exec(code, module.__dict__)
+    return module
+
+
+def dtype_name(t: torch.Tensor) -> str | None:
+    return DTYPE_NAMES.get(t.dtype)
+
+
+def pairs(t: torch.Tensor) -> torch.Tensor:
+    """The [..., 2] real view of a 16-bit complex tensor, without a copy (conj/neg flags must be resolved
+    by the caller: adapters return NotImplemented for flagged inputs)."""
+    return torch.view_as_real(t)
+
+
+def collapse_dims(shape, *stride_lists):
+    """Merge adjacent dimensions that are contiguous with each other in every operand.
+
+    Returns (shape, [strides, ...]) with at most as many dims as the input; size-1 dims are dropped.
+    """
+    dims = [(s, [st[i] for st in stride_lists]) for i, s in enumerate(shape) if s != 1]
+    if not dims:
+        return [1], [[0] for _ in stride_lists]
+    merged = [dims[-1]]
+    for size, strides in reversed(dims[:-1]):
+        inner_size, inner_strides = merged[-1]
+        if all(st == ist * inner_size for st, ist in zip(strides, inner_strides)):
+            merged[-1] = (size * inner_size, inner_strides)
+        else:
+            merged.append((size, strides))
+    merged.reverse()
+    return [s for s, _ in merged], [[st[k] for _, st in merged] for k in range(len(stride_lists))]

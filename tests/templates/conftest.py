@@ -1,0 +1,49 @@
+"""Shared fixtures for template tests: render + load a template for Triton's CPU interpreter, and compare
+16-bit complex results against a complex128 reference."""
+
+import importlib
+
+import pytest
+import torch
+
+from kernels_templates import common
+
+pytest.importorskip("triton")
+
+EPS = {"complex32": 2.0**-10, "bcomplex32": 2.0**-7}
+DTYPE_NAMES = sorted(common.DTYPES)
+
+
+@pytest.fixture
+def load():
+    """load(family_name) -> loader(params) -> the rendered module's `run`, executed in the interpreter."""
+
+    def for_family(family_name):
+        family = importlib.import_module(f"kernels_templates.{family_name}")
+
+        def loader(params):
+            params = {"interpret": True, **params}
+            source = family.render(params)
+            return common.exec_source(source, f"jd_test_{family_name}_{params['op']}", interpret=True).run
+
+        return loader
+
+    return for_family
+
+
+def assert_close_16bit(actual, expected, dtype_name, ulps=2.0, scale=None):
+    """actual (16-bit complex or real) vs a complex128/float64 reference: each component within `ulps`
+    16-bit ulps relative to the magnitude (or to `scale`, e.g. the norm of a reduction's inputs)."""
+    eps = EPS[dtype_name]
+    a = actual.to(torch.complex128 if actual.is_complex() else torch.float64)
+    e = expected.to(a.dtype)
+    assert a.shape == e.shape, (a.shape, e.shape)
+    if a.numel() == 0:
+        return
+    magnitude = e.abs() if scale is None else torch.as_tensor(scale, dtype=torch.float64)
+    tolerance = ulps * eps * magnitude + 1e-30
+    err = (a - e).abs()
+    finite = torch.isfinite(e.abs()) if e.is_complex() else torch.isfinite(e)
+    bad = (err > tolerance) & finite
+    assert not bad.any(), f"max err {err[finite].max().item():.3g} at tol {tolerance.max().item():.3g}"
+    assert torch.equal(torch.isfinite(a.abs() if a.is_complex() else a)[~finite], torch.zeros_like(bad)[~finite])
