@@ -207,7 +207,11 @@ def _child(device_type: str, todo: Path, progress: Path, overrides: Path) -> Non
         for name in json.loads(todo.read_text()):
             out.write(json.dumps({"start": name}) + "\n")
             out.flush()
-            outcome = probe.probe(schema.overload(name), device_type)
+            try:
+                outcome = probe.probe(schema.overload(name), device_type)
+            except Exception as exc:  # a bug in argument synthesis must not look like a crashing kernel
+                print(f"jitdtypes: probing {name} failed: {exc!r}", file=sys.stderr)
+                outcome = None
             out.write(json.dumps({"done": name, "outcome": dataclasses.asdict(outcome) if outcome else None}) + "\n")
             out.flush()
     del keep_alive

@@ -38,13 +38,13 @@ SKIP_PREFIXES = (
     "_reshape_from", "_shape_as", "_dimension", "_cast_", "_sym_", "_make_dep", "_wrapped_", "_autocast",
     "_amp", "_fused_adam", "_fused_adagrad", "_fused_sgd", "_dirichlet", "_standard_gamma",
     "_sample_dirichlet", "_fill_mem_eff", "_thnn_fused_", "_int_mm", "_weight_norm_interface",
-    "_add_batch_dim", "_remove_batch_dim", "_linalg_check", "_saturate_weight", "_copy_from", "_to_copy",
+    "_add_batch_dim", "_remove_batch_dim", "_linalg_check", "_saturate_weight", "_copy_from",
     # real-only nn kernels that crash on made-up arguments (each crash costs a child restart)
     "_batch_norm", "native_batch_norm", "_native_batch_norm", "embedding_bag", "_embedding_bag",
     "fractional_max_pool", "_slow_conv2d_backward", "_thnn_differentiable",
 )
 SKIP_NAMES = frozenset({
-    "to", "copy_", "clone", "detach", "detach_", "alias", "item", "_local_scalar_dense", "conj", "_conj",
+    "to", "copy_", "detach", "detach_", "alias", "item", "_local_scalar_dense", "conj", "_conj",
     "resolve_conj", "resolve_neg", "_neg_view", "contiguous", "view_as_real", "view_as_complex",
 })
 SKIP_TYPES = ("Storage", "Stream", "Dimname", "__torch__", "Any", "Layout]]")
@@ -57,6 +57,16 @@ _INT_BY_NAME = {
 }
 _INDEX_NAMES = ("index", "indices", "idx", "offsets", "lengths", "target", "repeats", "sorted_sequence_idx")
 _BOOL_NAMES = ("mask", "condition")
+# Arguments that are vectors next to matrices (mv, addmv, orgqr's tau, lu pivots, ...).
+_VECTOR_NAMES = ("vec", "vec1", "vec2", "tau", "input2", "pivots", "LU_pivots")
+_INT32_NAMES = ("pivots", "LU_pivots")
+_REDUCE_BY_OP = {"aten::scatter_reduce": "sum", "aten::scatter_reduce_": "sum", "aten::index_reduce": "mean",
+                 "aten::index_reduce_": "mean"}
+# Some kernels support a dtype for one value of a string argument only (matrix_norm: "fro" but not "nuc").
+_STR_CHOICES = {
+    "reduce": ("add", "multiply"), "approximate": ("none",), "padding_mode": ("zeros",),
+    "mode": ("reduced", "complete", "r"), "UPLO": ("L",), "ord": ("fro", "nuc"), "rounding_mode": ("trunc",),
+}
 
 
 @dataclasses.dataclass
@@ -94,58 +104,111 @@ def _data(shape, dtype, device, seed):
 
 def _int_list(arg, shape) -> list[int]:
     name = arg.name
+    if arg.fixed_length:
+        return [1] * arg.fixed_length
     if name in ("size", "sizes", "shape", "output_size"):
         return list(shape)
+    if name == "normalized_shape":
+        return list(shape[-1:])
     if name == "stride":
         return list(torch.empty(shape).stride())
-    if name in ("dims", "dim", "shifts"):
-        return list(range(len(shape))) if name == "dims" else ([0] if name == "dim" else [1] * len(shape))
+    if name == "dims":
+        return list(range(len(shape)))
+    if name == "dim":
+        return [len(shape) - 1] if shape else []
+    if name == "shifts":
+        return [1] * len(shape)
     return [1] * max(len(shape), 1)
 
 
-def _synthesize(info: Overload, shape, data_dtype, device, factory: bool):
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One way of making up arguments."""
+
+    data_dtype: torch.dtype  # complex64, or float32 for ops that take real data
+    shape: tuple
+    vectors: bool = False  # vector-named arguments (vec, tau, pivots) get 1-D shapes
+    conj: bool = False  # complex inputs arrive as lazily conjugated views
+    real_out: bool = False  # out= tensors of the real counterpart dtype (abs.out, angle.out, ...)
+    choice: int = 0  # which value of multiple-choice string arguments (ord="fro" / "nuc", ...)
+
+
+def _cases(info: Overload):
+    has_vectors = any(a.name in _VECTOR_NAMES for a in info.args)
+    has_out = any(a.is_write and a.kwarg_only for a in info.args)
+    choices = max([len(_STR_CHOICES.get(a.name, ())) for a in info.args if a.real_type == "str"] or [1])
+    for data_dtype in (torch.complex64, torch.float32):
+        for choice in range(choices):
+            for vectors in (False, True) if has_vectors else (False,):
+                for real_out in (False, True) if has_out else (False,):
+                    for shape in SHAPES:
+                        yield Case(data_dtype, shape, vectors=vectors, real_out=real_out, choice=choice)
+
+
+def _synthesize(info: Overload, case: Case, device: str):
     """Positional args and kwargs for one call; raises LookupError when an argument cannot be made up."""
+    factory = not any(a.kind != OTHER for a in info.args)
     args, kwargs = [], {}
+    positional_done = False  # after an omitted positional default, the rest is defaulted too
+    vectors = case.vectors and _vector_names(info)
     for i, arg in enumerate(info.args):
-        value = _synthesize_one(arg, shape, data_dtype, device, factory, seed=i)
+        value = _synthesize_one(arg, case, device, factory, seed=i, vector=bool(vectors) and arg.name in vectors)
+        if arg.name == "reduce" and arg.real_type == "str":
+            value = _REDUCE_BY_OP.get(info.qualname, value)
         if value is _OMIT:
-            if not arg.kwarg_only:
-                break  # everything after an omitted positional default is defaulted too
-            continue
-        if arg.kwarg_only:
+            positional_done = positional_done or not arg.kwarg_only
+        elif arg.kwarg_only:
             kwargs[arg.name] = value
-        else:
+        elif not positional_done:
             args.append(value)
     return args, kwargs
+
+
+def _vector_names(info: Overload) -> frozenset:
+    names = {a.name for a in info.args}
+    # addmv(self, mat, vec): the bias is a vector too
+    return frozenset(_VECTOR_NAMES) | ({"self"} if {"mat", "vec"} <= names else set())
 
 
 _OMIT = object()
 
 
-def _synthesize_one(arg, shape, data_dtype, device, factory, seed):
+def _synthesize_one(arg, case: Case, device, factory, seed, vector):
+    shape = case.shape
     if arg.kind != OTHER:
         if arg.kind == OPTIONAL_TENSOR:
             return _OMIT if arg.has_default else None
         if arg.is_write and arg.kwarg_only:  # out=
-            dtype = torch.int64 if "indices" in arg.name else data_dtype
-            return torch.empty(0, dtype=dtype, device=device)
-        if arg.name.startswith(_INDEX_NAMES) or arg.name.endswith("indices"):
+            out_dtype = case.data_dtype.to_real() if case.real_out else case.data_dtype
+            return torch.empty(0, dtype=torch.int64 if "indices" in arg.name else out_dtype, device=device)
+        if vector:
+            shape = shape[-1:]
+        if arg.name in _INT32_NAMES:
+            tensor = torch.arange(1, (shape[-1] if shape else 1) + 1, dtype=torch.int32, device=device)
+        elif arg.name.startswith(_INDEX_NAMES) or arg.name.endswith("indices"):
             tensor = torch.zeros(shape, dtype=torch.int64, device=device)
         elif arg.name in _BOOL_NAMES:
             tensor = torch.ones(shape, dtype=torch.bool, device=device)
         else:
-            tensor = _data(shape, data_dtype, device, seed)
-        return [tensor, tensor.clone()] if arg.kind == TENSOR_LIST and tensor.dtype != torch.int64 else (
-            [tensor] if arg.kind == TENSOR_LIST else tensor
-        )
+            tensor = _data(shape, case.data_dtype, device, seed)
+            if case.conj and tensor.is_complex() and not arg.is_write:
+                tensor = tensor.conj()
+        if arg.kind != TENSOR_LIST:
+            return tensor
+        return [tensor] if tensor.dtype in (torch.int64, torch.int32) else [tensor, tensor.clone()]
     real_type = arg.real_type
     if factory and arg.name == "dtype":
-        return data_dtype
+        return case.data_dtype
     if factory and arg.name == "device":
         return torch.device(device)
+    if real_type == "str" and arg.name in _STR_CHOICES:
+        options = _STR_CHOICES[arg.name]
+        return options[min(case.choice, len(options) - 1)]
     if arg.has_default:
         return _OMIT
     if real_type in ("int", "SymInt"):
+        if arg.name == "last_dim_size":
+            return 2 * (shape[-1] - 1) if shape else 1
         return _INT_BY_NAME.get(arg.name, 1)
     if real_type in ("List[int]", "List[SymInt]") or real_type.startswith("List[int]"):
         return _int_list(arg, shape)
@@ -162,22 +225,23 @@ def _synthesize_one(arg, shape, data_dtype, device, factory, seed):
     if real_type == "List[number]":
         return [2, 2]
     if real_type == "str":
-        return {"reduce": "sum", "approximate": "none", "padding_mode": "zeros"}.get(arg.name, "")
+        return ""
     raise LookupError(f"cannot synthesize {real_type} {arg.name}")
 
 
 def _as_target(value, target: torch.dtype):
     """The same argument with 32-bit data turned into `target` (complex or real 16-bit)."""
     if isinstance(value, torch.Tensor):
-        if value.dtype == torch.complex64:
-            return value.to(target if target.is_complex else dtypes.COMPLEX_OF[target])
-        if value.dtype == torch.float32:
-            return value.to(target if not target.is_complex else dtypes.REAL_OF[target])
+        if value.dtype in (torch.complex64, torch.float32):
+            wanted = dtypes.FAMILY_OF[target][0 if value.is_complex() else 1]
+            if value.is_conj():
+                return value.conj().to(wanted).conj()
+            return value.to(wanted)
         return value.clone()
     if isinstance(value, list):
         return [_as_target(v, target) for v in value]
     if isinstance(value, torch.dtype) and value in (torch.complex64, torch.float32):
-        return _as_target(torch.empty(0, dtype=value), target).dtype
+        return dtypes.FAMILY_OF[target][0 if value.is_complex else 1]
     return value
 
 
@@ -194,45 +258,52 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
 
 
+def _quietly(fn, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args, **kwargs)
+
+
 def probe(info: Overload, device: str = "cpu") -> Outcome | None:
     """The verdict for `info` on `device`, or None when no reference call could be made to work."""
-    factory = not any(a.kind != OTHER for a in info.args)
     results: dict[str, list[bool]] = {}
     errors: dict[str, str] = {}
-    for data_dtype in (torch.complex64, torch.float32):
-        successes = 0
-        for shape in SHAPES:
-            try:
-                args, kwargs = _synthesize(info, shape, data_dtype, device, factory)
-            except LookupError:
-                return None
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    reference = info.op(*args, **kwargs)
-            except Exception:
-                continue
-            successes += 1
-            if data_dtype.is_complex:
-                targets = dtypes.COMPLEX_TARGETS
-            elif _has_complex_output(reference):
-                targets = dtypes.REAL_TARGETS
-            else:
-                targets = ()
+    successes: dict[tuple, int] = {}
+    for case in _cases(info):
+        if successes.get((case.data_dtype, case.choice), 0) >= SUCCESSES_WANTED:
+            continue
+        try:
+            args, kwargs = _synthesize(info, case, device)
+        except LookupError:
+            return None
+        try:
+            reference = _quietly(info.op, *args, **kwargs)
+        except Exception:
+            continue
+        successes[(case.data_dtype, case.choice)] = successes.get((case.data_dtype, case.choice), 0) + 1
+        if case.data_dtype.is_complex:
+            targets = dtypes.COMPLEX_TARGETS
+            variants = [case, dataclasses.replace(case, conj=True)]
+        elif _has_complex_output(reference):
+            targets, variants = dtypes.REAL_TARGETS, [case]
+        else:
+            continue
+        for variant in variants:
+            if variant.conj:
+                args, kwargs = _synthesize(info, variant, device)
+                try:
+                    _quietly(info.op, *args, **kwargs)
+                except Exception:
+                    continue
             for target in targets:
                 name = dtypes.NAMES[target]
-                t_args = [_as_target(a, target) for a in args]
-                t_kwargs = {k: _as_target(v, target) for k, v in kwargs.items()}
                 try:
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        info.op(*t_args, **t_kwargs)
+                    _quietly(info.op, *[_as_target(a, target) for a in args],
+                             **{k: _as_target(v, target) for k, v in kwargs.items()})
                     results.setdefault(name, []).append(True)
                 except Exception as exc:  # noqa: BLE001 - any failure that the reference did not have
                     results.setdefault(name, []).append(False)
                     errors.setdefault(name, _first_line(exc))
-            if successes >= SUCCESSES_WANTED:
-                break
     if not results:
         return None
     status = {

@@ -102,6 +102,12 @@ def _guard_source(info: Overload) -> str:
                 "            if a.dtype in targets:",
                 "                return route(keyset, args, kwargs)",
             ]
+        elif arg.real_type == "number":
+            # a complex Python scalar turns a real 16-bit tensor into a 16-bit complex result
+            lines += [
+                f"    if len(args) > {index} and args[{index}].__class__ is complex:",
+                "        return general(keyset, args, kwargs)",
+            ]
         elif arg.kind == TENSOR_LIST:
             lines += [
                 f"    if len(args) > {index}:",
@@ -126,6 +132,7 @@ def _guard_source(info: Overload) -> str:
 
 
 _SEVERITY = {MISSING: 2, PARTIAL: 1}
+_NUMBERS = (bool, int, float, complex)
 
 
 class _Router:
@@ -137,19 +144,30 @@ class _Router:
         self.status = {dtypes.BY_NAME[n]: s for n, s in status.items() if n in dtypes.BY_NAME}
         self.device_type = device_type
         self.tensor_positions = [i for i, a in enumerate(info.positional) if a.kind in (TENSOR, OPTIONAL_TENSOR)]
+        self.number_positions = frozenset(
+            self.tensor_positions + [i for i, a in enumerate(info.positional) if a.real_type == "number"]
+        )
         self.logged: set[torch.dtype] = set()
         self.lock = threading.Lock()
 
     # -- entry points from the generated guard -------------------------------------------------------
 
     def general(self, keyset, args, kwargs):
-        """A tensor position holds a Python scalar (a wrapped number) or a Tensor subclass."""
-        if self._target_dtype(args, kwargs) is not None:
-            return self.route(keyset, args, kwargs)
+        """A tensor position holds a Python scalar (a wrapped number) or a Tensor subclass, or a Scalar
+        argument is complex: the result dtype may then be a target even if no tensor is."""
+        dtype = self._target_dtype(args, kwargs)
+        if dtype is None:
+            scalars = [a for i, a in enumerate(args) if i in self.number_positions and isinstance(a, _NUMBERS)]
+            if scalars:
+                tensors = [t for t in _tensors_and_dtypes(self.info, args, kwargs) if isinstance(t, torch.Tensor)]
+                result = dtypes.result_dtype(tensors, scalars)
+                dtype = result if result in self.status else None
+        if dtype is not None:
+            return self.route(keyset, args, kwargs, dtype)
         return self.native(keyset, args, kwargs)
 
-    def route(self, keyset, args, kwargs):
-        dtype = self._target_dtype(args, kwargs)
+    def route(self, keyset, args, kwargs, dtype=None):
+        dtype = dtype or self._target_dtype(args, kwargs)
         if self.status[dtype] == PARTIAL:
             try:
                 result = self.native(keyset, args, kwargs)
@@ -186,22 +204,25 @@ class _Router:
     def native(self, keyset, args, kwargs):
         """The original kernel. Python scalars that arrived in Tensor positions (wrapped numbers) are turned
         back into zero-dim tensors chosen so that type promotion and the computed values are unchanged."""
-        scalar_positions = [
-            i for i in self.tensor_positions if i < len(args) and isinstance(args[i], (bool, int, float, complex))
-        ]
+        scalar_positions = [i for i in self.tensor_positions if i < len(args) and isinstance(args[i], _NUMBERS)]
         if not scalar_positions:
             return self.original.call_boxed(keyset, *args, **kwargs)
-        return _call_with_wrapped_numbers(self.original, keyset, args, kwargs, scalar_positions)
+        inputs = [t for t in _tensors_and_dtypes(self.info, args, kwargs, inputs_only=True) if isinstance(t, torch.Tensor)]
+        return _call_with_wrapped_numbers(self.original, keyset, args, kwargs, scalar_positions, inputs)
 
 
-def _tensors_and_dtypes(info: Overload, args, kwargs):
+def _tensors_and_dtypes(info: Overload, args, kwargs, inputs_only: bool = False):
     for arg, value in zip(info.positional, args):
+        if inputs_only and arg.is_write:
+            continue
         if arg.kind == TENSOR_LIST:
             yield from (t for t in value if isinstance(t, torch.Tensor))
         elif isinstance(value, torch.Tensor):
             yield value
     for arg in info.keyword:
         value = kwargs.get(arg.name)
+        if inputs_only and arg.is_write:
+            continue
         if isinstance(value, torch.Tensor):
             yield value
         elif arg.name == "dtype" and isinstance(value, torch.dtype):
@@ -213,14 +234,13 @@ def _tensors_and_dtypes(info: Overload, args, kwargs):
 _SIXTEEN_BIT = frozenset(dtypes.COMPUTE_DTYPE)
 
 
-def _call_with_wrapped_numbers(original, keyset, args, kwargs, scalar_positions):
+def _call_with_wrapped_numbers(original, keyset, args, kwargs, scalar_positions, tensors):
     """A zero-dim tensor of the Python number's own dtype (float64, int64, complex128, bool) keeps its exact
     value and, next to dimensioned tensors of the same or higher category, the same promotion as a wrapped
     number. Where it would change the result dtype, the result dtype itself is used: that happens when the
     number raises the category (int tensor * 2.5 -> float32), where the default 32-bit dtype loses nothing;
-    or when every tensor is zero-dim and 16-bit, which is computed on one-element views instead."""
-    tensors = [a for a in args if isinstance(a, torch.Tensor)]
-    tensors += [v for v in kwargs.values() if isinstance(v, torch.Tensor)]
+    or when every tensor is zero-dim and 16-bit, which is computed on one-element views instead.
+    `tensors` are the inputs that take part in type promotion (not out= or other written arguments)."""
     scalars = [args[i] for i in scalar_positions]
     expected = dtypes.result_dtype(tensors, scalars)
     exact = [torch.tensor(s, dtype=dtypes.WRAPPED_NUMBER_DTYPE[type(s)]) for s in scalars]
@@ -240,7 +260,7 @@ def _call_on_one_element_views(original, keyset, args, kwargs, scalar_positions,
     views = {}
 
     def as_view(value):
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, torch.Tensor) and value.dim() == 0:
             views.setdefault(id(value), (value, value.view(1)))
             return views[id(value)][1]
         return value

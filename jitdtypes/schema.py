@@ -26,6 +26,7 @@ class Arg:
     is_write: bool
     has_default: bool
     default: object
+    fixed_length: int | None  # int[2] -> 2
 
     @property
     def is_tensorlike(self) -> bool:
@@ -95,6 +96,7 @@ def overload(full_name: str) -> Overload:
             is_write=bool(a.alias_info and a.alias_info.is_write),
             has_default=a.has_default_value(),
             default=a.default_value if a.has_default_value() else None,
+            fixed_length=a.N,
         )
         for a in schema.arguments
     )

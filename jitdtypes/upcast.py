@@ -10,6 +10,8 @@ from __future__ import annotations
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
+from kernels_templates.common import resize_output
+
 from . import dtypes
 from .schema import OTHER, Overload
 
@@ -30,8 +32,7 @@ def widen(t: torch.Tensor) -> torch.Tensor:
 
 def write_back(dst: torch.Tensor, src: torch.Tensor) -> None:
     """dst[...] = src for a 16-bit dst (possibly an out= tensor to resize, possibly conj/neg flagged)."""
-    if dst.shape != src.shape:
-        torch.ops.aten._resize_output_(dst, src.shape, dst.device)
+    resize_output(dst, src.shape)
     raw, value = dst, src
     if raw.is_conj():
         raw, value = raw.conj(), value.conj()
