@@ -1,0 +1,153 @@
+"""Binary elementwise ops on 16-bit complex tensors: add and sub (with alpha), mul, div, pow; either operand may
+be a Python number (complex, float, int or bool), kept in fp32 by the kernel rather than rounded to 16 bits.
+
+Parameters: see elementwise.py; "scalars" is [], [second operand] or [first operand], e.g. ["other"].
+"""
+
+from __future__ import annotations
+
+from . import elementwise
+from .elementwise import COMPLEX, SCALAR
+
+FAMILY = "binary"
+
+# -- template source ---------------------------------------------------------------------------------------
+
+# op -> (operand slots in ATen order, kernel body assigning out_re, out_im)
+OPS = {
+    "add": (
+        [("self", COMPLEX), ("other", COMPLEX), ("alpha", SCALAR)],
+        """
+scaled_re, scaled_im = _cmul(alpha_re, alpha_im, other_re, other_im)
+out_re = self_re + scaled_re
+out_im = self_im + scaled_im
+""",
+    ),
+    "sub": (
+        [("self", COMPLEX), ("other", COMPLEX), ("alpha", SCALAR)],
+        """
+scaled_re, scaled_im = _cmul(alpha_re, alpha_im, other_re, other_im)
+out_re = self_re - scaled_re
+out_im = self_im - scaled_im
+""",
+    ),
+    "mul": (
+        [("self", COMPLEX), ("other", COMPLEX)],
+        "out_re, out_im = _cmul(self_re, self_im, other_re, other_im)",
+    ),
+    "div": (
+        [("self", COMPLEX), ("other", COMPLEX)],
+        "out_re, out_im = _cdiv(self_re, self_im, other_re, other_im)",
+    ),
+    "pow": (
+        [("self", COMPLEX), ("exponent", COMPLEX)],
+        """
+# z^w = exp(w log z), and 0^w = 0 for Re w > 0 as C's cpow gives (exp(w log 0) would be nan).
+log_re, log_im = _clog(self_re, self_im)
+power_re, power_im = _cmul(exponent_re, exponent_im, log_re, log_im)
+out_re, out_im = _cexp(power_re, power_im)
+zero_base = (self_re == 0.0) & (self_im == 0.0) & (exponent_re > 0.0)
+out_re = tl.where(zero_base, 0.0, out_re)
+out_im = tl.where(zero_base, 0.0, out_im)
+""",
+    ),
+}
+
+# ATen's pow(Tensor, Scalar) fills ones for a zero exponent, 0^0 included (pow(Tensor, Tensor) gives nan there).
+_ZERO_SCALAR_EXPONENT = """
+zero_exponent = (exponent_re == 0.0) & (exponent_im == 0.0)
+out_re = tl.where(zero_exponent, 1.0, out_re)
+out_im = tl.where(zero_exponent, 0.0, out_im)
+"""
+
+
+def _slots(op: str):
+    return OPS[op][0]
+
+
+# -- render / variants -------------------------------------------------------------------------------------
+
+def render(params: dict) -> str:
+    slots = elementwise.check_params(params, OPS, _slots)
+    body = OPS[params["op"]][1]
+    if params["op"] == "pow" and "exponent" in params["scalars"]:
+        body += _ZERO_SCALAR_EXPONENT
+    return elementwise.render_module(
+        params, slots=slots, body=body, result=COMPLEX, library=elementwise.MATH
+    )
+
+
+def variants(dtype: str) -> list[dict]:
+    result = []
+    for op, (slots, _) in OPS.items():
+        first, second = (name for name, kind in slots if kind == COMPLEX)
+        for scalars in ([], [second], [first]):
+            for layout in elementwise.LAYOUTS:
+                for out in (False, True):
+                    result.append(
+                        {"op": op, "dtype": dtype, "layout": layout, "out": out, "scalars": scalars, "interpret": False}
+                    )
+    return result
+
+
+# -- ATen adapters -----------------------------------------------------------------------------------------
+
+FUNCTIONAL, INPLACE, OUT = "functional", "inplace", "out"
+
+
+def _adapter(op: str, mode: str, *, swapped: bool = False):
+    """An adapter for one overload of op. swapped: rsub's operands, which are sub's in reverse order.
+
+    alpha and rounding_mode are read from args or kwargs alike: they are positional in the Scalar overloads
+    and keyword-only in the Tensor ones."""
+    slots = _slots(op)
+
+    def adapter(load, args, kwargs, device_type):
+        if kwargs.get("rounding_mode") is not None:
+            return NotImplemented  # floor/trunc division is not defined for complex numbers
+        first, second = (args[1], args[0]) if swapped else (args[0], args[1])
+        operands = [(slots[0][0], COMPLEX, first), (slots[1][0], COMPLEX, second)]
+        if len(slots) == 3:
+            operands.append(("alpha", SCALAR, args[2] if len(args) > 2 else kwargs.get("alpha", 1)))
+        if mode == INPLACE:
+            return elementwise.call(load, op, operands, device_type, out=args[0], inplace=True)
+        return elementwise.call(load, op, operands, device_type, out=kwargs["out"] if mode == OUT else None)
+
+    return adapter
+
+
+def _aten() -> dict:
+    table = {}
+    for op in ("add", "sub", "mul", "div"):
+        table.update({
+            f"aten::{op}.Tensor": _adapter(op, FUNCTIONAL),
+            f"aten::{op}.Scalar": _adapter(op, FUNCTIONAL),
+            f"aten::{op}_.Tensor": _adapter(op, INPLACE),
+            f"aten::{op}_.Scalar": _adapter(op, INPLACE),
+            f"aten::{op}.out": _adapter(op, OUT),
+            f"aten::{op}.Scalar_out": _adapter(op, OUT),
+        })
+    table.update({
+        "aten::div.Tensor_mode": _adapter("div", FUNCTIONAL),
+        "aten::div.Scalar_mode": _adapter("div", FUNCTIONAL),
+        "aten::div_.Tensor_mode": _adapter("div", INPLACE),
+        "aten::div_.Scalar_mode": _adapter("div", INPLACE),
+        "aten::div.out_mode": _adapter("div", OUT),
+        "aten::div.Scalar_mode_out": _adapter("div", OUT),
+        "aten::rsub.Tensor": _adapter("sub", FUNCTIONAL, swapped=True),
+        "aten::rsub.Scalar": _adapter("sub", FUNCTIONAL, swapped=True),
+        "aten::rsub.Tensor_out": _adapter("sub", OUT, swapped=True),
+        "aten::rsub.Scalar_out": _adapter("sub", OUT, swapped=True),
+        "aten::pow.Tensor_Tensor": _adapter("pow", FUNCTIONAL),
+        "aten::pow.Tensor_Scalar": _adapter("pow", FUNCTIONAL),
+        "aten::pow.Scalar": _adapter("pow", FUNCTIONAL),
+        "aten::pow_.Tensor": _adapter("pow", INPLACE),
+        "aten::pow_.Scalar": _adapter("pow", INPLACE),
+        "aten::pow.Tensor_Tensor_out": _adapter("pow", OUT),
+        "aten::pow.Tensor_Scalar_out": _adapter("pow", OUT),
+        "aten::pow.Scalar_out": _adapter("pow", OUT),
+    })
+    return table
+
+
+ATEN = _aten()

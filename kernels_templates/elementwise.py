@@ -1,0 +1,562 @@
+"""What the elementwise families (unary.py, binary.py, ternary.py) share: complex fp32 math for Triton, the
+rendering of one kernel module from an op's operand slots and formula, the host launcher that maps any strides
+and broadcasting onto the kernel without copies, and the checks that let an ATen call reach a kernel.
+
+Parameters of every elementwise module:
+    op        the formula, e.g. "exp"
+    dtype     "complex32" | "bcomplex32"
+    layout    "interleaved": complex tensors, read through view_as_real
+              "planar": every complex operand is two real tensors (re, im), each with its own strides
+    out       False: `run` allocates and returns its result
+              True: `run` writes into caller-given output tensors (in-place and out= overloads) and returns None
+    scalars   names of complex operands passed as Python numbers, e.g. ["other"]: `run` takes them as two floats
+              (name_re, name_im) and the kernel keeps them in fp32
+    interpret rendered for Triton's CPU interpreter
+
+The kernel walks the broadcast output shape in row-major order. Dims that every operand lets merge are merged
+(common.collapse_dims); up to MAX_RANK dims remain, padded with size-1 dims on the inner side, which Triton
+specializes as constants, so a contiguous launch pays no division. When more dims remain the launcher copies
+the inputs dense instead (see _launch_dense): growing the index arithmetic of every kernel for the rare 5-d
+permuted case is the worse trade.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+from typing import NamedTuple
+
+import torch
+
+from . import common
+
+MAX_RANK = 4
+INT32_LIMIT = 2**31  # offsets at or past it need 64-bit index arithmetic
+LAYOUTS = ("interleaved", "planar")
+INTERLEAVED, PLANAR = LAYOUTS
+
+# Operand slot kinds. A COMPLEX slot holds a tensor or, when listed in params["scalars"], a Python number;
+# a SCALAR slot (alpha, value) always holds a number; a BOOL slot holds a bool tensor (where's condition).
+COMPLEX, SCALAR, BOOL = "complex", "scalar", "bool"
+# Result kinds: complex, or real in the part dtype (abs, angle).
+REAL = "real"
+
+NUMBER_TYPES = (bool, int, float, complex)
+PART_DTYPE = {"complex32": torch.float16, "bcomplex32": torch.bfloat16}
+
+# -- fp32 complex math, as @triton.jit helpers ------------------------------------------------------------
+# A module includes only the helpers its kernel reaches (see jit_helpers). Maxima and minima whose value reaches
+# a result propagate NaN (tl.PropagateNan.ALL): the default, like fmax, drops it, and |nan + 1i| must not be 1.
+
+MATH = {
+    "_sign_bit": '''
+@triton.jit
+def _sign_bit(v):
+    # True for -0.0 too: branch cuts and atan2 follow the sign of zero.
+    return v.to(tl.int32, bitcast=True) < 0
+''',
+    "_to_bf16": '''
+@triton.jit
+def _to_bf16(v):
+    # Round to nearest even by hand: Triton's interpreter truncates fp32 -> bf16 casts.
+    bits = v.to(tl.uint32, bitcast=True)
+    bits = bits + 0x7FFF + ((bits >> 16) & 1)
+    half = tl.where(v != v, 0x7FC0, bits >> 16).to(tl.uint16)
+    return half.to(tl.bfloat16, bitcast=True)
+''',
+    "_hypot": '''
+@triton.jit
+def _hypot(x, y):
+    # max * sqrt(1 + (min/max)^2): the squares can neither overflow nor underflow.
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    big = tl.maximum(ax, ay, propagate_nan=tl.PropagateNan.ALL)
+    small = tl.minimum(ax, ay, propagate_nan=tl.PropagateNan.ALL)
+    ratio = small / tl.where(big == 0.0, 1.0, big)
+    return tl.where(big == float("inf"), big, big * tl.sqrt(1.0 + ratio * ratio))
+''',
+    "_atan2": '''
+@triton.jit
+def _atan2(y, x):
+    # atan of min/max in [0, 1], reduced to |u| <= tan(pi/8) for the Cephes atanf polynomial, then
+    # unfolded by octant; the signs of zero pick the side of the cut as in C's atan2.
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    big = tl.maximum(ax, ay)
+    small = tl.minimum(ax, ay)
+    t = tl.where(small == big, 1.0, small / tl.where(big == 0.0, 1.0, big))
+    t = tl.where(big == 0.0, 0.0, t)
+    reduced = t > 0.41421356237309503
+    u = tl.where(reduced, (t - 1.0) / (t + 1.0), t)
+    z = u * u
+    p = (((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1) * z * u + u
+    a = tl.where(reduced, 0.7853981633974483 + p, p)
+    a = tl.where(ay > ax, 1.5707963267948966 - a, a)
+    a = tl.where(_sign_bit(x), 3.141592653589793 - a, a)
+    a = tl.where(_sign_bit(y), -a, a)
+    return tl.where((x != x) | (y != y), x + y, a)
+''',
+    "_log1p": '''
+@triton.jit
+def _log1p(t):
+    # log(1 + t) = 2 atanh(s), s = t / (2 + t), summed where 1 + t would lose t's low bits; a polynomial
+    # rather than Kahan's log(u) * t / (u - 1) trick, which needs a log accurate near 1 on every target.
+    s = t / (2.0 + t)
+    s2 = s * s
+    series = 2.0 * s * (1.0 + s2 * (0.3333333333333333 + s2 * (0.2 + s2 * (
+        0.14285714285714285 + s2 * 0.1111111111111111))))
+    return tl.where(tl.abs(t) < 0.25, series, tl.log(1.0 + t))
+''',
+    "_log_abs": '''
+@triton.jit
+def _log_abs(x, y):
+    # log|x + iy| without forming |z|^2 (overflow). Near |z| = 1 it is 0.5 log1p((m - 1)(m + 1) + n^2),
+    # whose products are exact for 16-bit inputs, instead of the cancelling log(m) + 0.5 log1p((n/m)^2).
+    ax = tl.abs(x)
+    ay = tl.abs(y)
+    big = tl.maximum(ax, ay, propagate_nan=tl.PropagateNan.ALL)
+    small = tl.minimum(ax, ay, propagate_nan=tl.PropagateNan.ALL)
+    ratio = small / tl.where(big == 0.0, 1.0, big)
+    far = tl.log(big) + 0.5 * _log1p(ratio * ratio)
+    near = 0.5 * _log1p((big - 1.0) * (big + 1.0) + small * small)
+    r = tl.where((big > 0.5) & (big < 2.0), near, far)
+    return tl.where(big == float("inf"), big, r)
+''',
+    "_clog": '''
+@triton.jit
+def _clog(x, y):
+    return _log_abs(x, y), _atan2(y, x)
+''',
+    "_cexp": '''
+@triton.jit
+def _cexp(x, y):
+    # e^x applied in two halves, so e^x cos(y) stays finite where e^x alone overflows; exp of a real
+    # number stays real (and keeps the sign of its zero imaginary part) even when e^x is inf.
+    half = tl.exp(0.5 * x)
+    re = (half * tl.cos(y)) * half
+    im = (half * tl.sin(y)) * half
+    return re, tl.where(y == 0.0, y, im)
+''',
+    "_cmul": '''
+@triton.jit
+def _cmul(ar, ai, br, bi):
+    return ar * br - ai * bi, ar * bi + ai * br
+''',
+    "_cdiv": '''
+@triton.jit
+def _cdiv(ar, ai, br, bi):
+    # Smith's algorithm as in c10::complex (numpy's variant), down to the signs of zero: divide through by
+    # the larger part of b so no square is formed. p is that part, q the other, and u, v are a's parts in the
+    # matching roles. Operands near the top of the fp32 range (reachable with bf16 parts) are scaled by 1/4 so
+    # the sums below cannot overflow. A zero divisor gives a / |0| per part, like c10.
+    a_big = tl.maximum(tl.abs(ar), tl.abs(ai)) > 1e38
+    b_big = tl.maximum(tl.abs(br), tl.abs(bi)) > 1e38
+    a_scale = tl.where(a_big, 0.25, 1.0)
+    b_scale = tl.where(b_big, 0.25, 1.0)
+    ar = ar * a_scale
+    ai = ai * a_scale
+    br = br * b_scale
+    bi = bi * b_scale
+    real_larger = tl.abs(br) >= tl.abs(bi)
+    p = tl.where(real_larger, br, bi)
+    q = tl.where(real_larger, bi, br)
+    u = tl.where(real_larger, ar, ai)
+    v = tl.where(real_larger, ai, ar)
+    zero = p == 0.0
+    ratio = tl.where(zero, 0.0, q / tl.where(zero, 1.0, p))
+    scale = tl.where(zero, float("inf"), 1.0 / (p + q * ratio)) * (b_scale / a_scale)
+    re = (u + v * ratio) * scale
+    return re, tl.where(real_larger, (v - u * ratio) * scale, (u * ratio - v) * scale)
+''',
+}
+
+_CALLED_NAME = re.compile(r"\b(_[a-z0-9_]+)\(")
+
+
+def jit_helpers(code: str, library: dict[str, str]) -> str:
+    """The sources of the helpers that `code` calls, directly or through other helpers, callees first."""
+    ordered: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in ordered or name not in library:
+            return
+        for callee in _CALLED_NAME.findall(library[name]):
+            if callee != name:
+                visit(callee)
+        ordered.append(name)
+
+    for name in _CALLED_NAME.findall(code):
+        visit(name)
+    return "".join(library[name] for name in ordered)
+
+
+# -- module rendering --------------------------------------------------------------------------------------
+
+def check_params(params: dict, ops, slots_of) -> list[tuple[str, str]]:
+    """Validate an elementwise params dict; returns the op's slots with number-valued ones marked SCALAR."""
+    if params["op"] not in ops:
+        raise ValueError(f"unknown op {params['op']!r}; choose from {sorted(ops)}")
+    if params["dtype"] not in common.DTYPES:
+        raise ValueError(f"unsupported dtype {params['dtype']!r}; this torch has {sorted(common.DTYPES)}")
+    if params["layout"] not in LAYOUTS:
+        raise ValueError(f"unknown layout {params['layout']!r}; choose from {LAYOUTS}")
+    slots = slots_of(params["op"])
+    complex_names = [name for name, kind in slots if kind == COMPLEX]
+    scalars = list(params["scalars"])
+    if not set(scalars) <= set(complex_names) or len(scalars) >= len(complex_names):
+        raise ValueError(f"scalars {scalars} must name some, not all, of {complex_names}")
+    return [(name, SCALAR if name in scalars else kind) for name, kind in slots]
+
+
+def render_module(params: dict, *, slots, body: str, result: str, library: dict[str, str]) -> str:
+    """A complete module for one parameter set: jit helpers -> kernel -> `run`.
+
+    slots: [(name, COMPLEX | SCALAR | BOOL)] in ATen argument order; body: Triton statements reading
+    NAME_re/NAME_im (complex and scalar slots) or NAME (bool slots) as fp32/bool values and assigning out_re,
+    out_im (complex result) or out (REAL result).
+    """
+    op, layout, writes_out = params["op"], params["layout"], params["out"]
+    planar = layout == PLANAR
+    part = common.TL_PART_DTYPE[params["dtype"]]
+    round_to_part = "_to_bf16({})" if params["dtype"] == "bcomplex32" else f"{{}}.to({part})"
+
+    tensor_slots = [(name, kind) for name, kind in slots if kind != SCALAR]
+    input_sets = [s for name, kind in tensor_slots for s in _offset_sets(name, kind, planar)]
+    output_sets = ["out"] if result == REAL or not planar else ["out_re", "out_im"]
+    scalar_args = [f"{name}_{part_name}" for name, kind in slots if kind == SCALAR for part_name in ("re", "im")]
+
+    kernel_args = [f"{s}_ptr, {s}_s0, {s}_s1, {s}_s2, {s}_s3" for s in input_sets + output_sets]
+    if scalar_args:
+        kernel_args.append(", ".join(scalar_args))
+    kernel_args += ["numel, n1, n2, n3", "BLOCK: tl.constexpr, WIDE: tl.constexpr"]
+
+    # Scalar arguments become fp32 blocks: the interpreter passes them as Python floats and mistypes
+    # comparisons of 0-d values, compiled kernels get fp32 scalars; a block behaves the same in both.
+    loads = [f"{a} = tl.full([BLOCK], {a}, tl.float32)" for a in scalar_args]
+    for name, kind in tensor_slots:
+        if kind == BOOL:
+            loads += [_offset(name), f"{name} = tl.load({name}_ptr + {name}_off, mask=mask) != 0"]
+        elif planar:
+            for part_name in ("re", "im"):
+                s = f"{name}_{part_name}"
+                loads += [_offset(s), f"{s} = tl.load({s}_ptr + {s}_off, mask=mask).to(tl.float32)"]
+        else:
+            loads += [
+                _offset(name),
+                f"{name}_re = tl.load({name}_ptr + 2 * {name}_off, mask=mask).to(tl.float32)",
+                f"{name}_im = tl.load({name}_ptr + 2 * {name}_off + 1, mask=mask).to(tl.float32)",
+            ]
+    if result == REAL:
+        stores = [_offset("out"), f"tl.store(out_ptr + out_off, {round_to_part.format('out')}, mask=mask)"]
+    elif planar:
+        stores = [
+            line
+            for s in output_sets
+            for line in (_offset(s), f"tl.store({s}_ptr + {s}_off, {round_to_part.format(s)}, mask=mask)")
+        ]
+    else:
+        stores = [
+            _offset("out"),
+            f"tl.store(out_ptr + 2 * out_off, {round_to_part.format('out_re')}, mask=mask)",
+            f"tl.store(out_ptr + 2 * out_off + 1, {round_to_part.format('out_im')}, mask=mask)",
+        ]
+
+    kernel = _KERNEL.format(
+        name=f"{op}_kernel",
+        args="".join(f"    {a},\n" for a in kernel_args),
+        loads=_indent(loads),
+        body=_indent(body.strip().splitlines()),
+        stores=_indent(stores),
+    )
+    return _MODULE.format(
+        doc=_module_doc(params),
+        mutates=repr(tuple(output_sets) if writes_out else ()),
+        part_dtype=str(PART_DTYPE[params["dtype"]]),
+        block=128 if params["interpret"] else 1024,
+        helpers=jit_helpers(kernel, library),
+        kernel=kernel,
+        run=_run_source(op, slots, planar, result, writes_out, input_sets, output_sets, scalar_args),
+    )
+
+
+def _offset_sets(name: str, kind: str, planar: bool) -> list[str]:
+    return [f"{name}_re", f"{name}_im"] if planar and kind == COMPLEX else [name]
+
+
+def _offset(s: str) -> str:
+    return f"{s}_off = c0 * {s}_s0 + c1 * {s}_s1 + c2 * {s}_s2 + c3 * {s}_s3"
+
+
+def _tuple(names) -> str:
+    return f"({names[0]},)" if len(names) == 1 else f"({', '.join(names)})"
+
+
+def _indent(lines) -> str:
+    return "".join(f"    {line}\n" for line in lines)
+
+
+def _module_doc(params: dict) -> str:
+    into = "writing into `out`" if params["out"] else "returning a new tensor"
+    scalars = f", {', '.join(params['scalars'])} as Python numbers" if params["scalars"] else ""
+    return f"{params['op']} on {params['dtype']} ({params['layout']} layout{scalars}), {into}. Generated by jitdtypes."
+
+
+def _run_source(op, slots, planar, result, writes_out, input_sets, output_sets, scalar_args) -> str:
+    params = []
+    for name, kind in slots:
+        if kind == SCALAR:
+            params += [f"{name}_re: float", f"{name}_im: float"]
+        else:
+            params += [f"{s}: torch.Tensor" for s in _offset_sets(name, kind, planar)]
+    lines = []
+    if writes_out:
+        params += [f"{s}: torch.Tensor" for s in output_sets]
+        returns = "None"
+    else:
+        inputs = ", ".join(f"{s}.shape" for s in input_sets)
+        like = next(_offset_sets(name, kind, planar)[0] for name, kind in slots if kind == COMPLEX)
+        complex_result = result != REAL and not planar
+        dtype = f"{like}.dtype" if complex_result else "PART_DTYPE"
+        lines.append(f"shape = torch.broadcast_shapes({inputs})")
+        lines += [f"{s} = torch.empty(shape, dtype={dtype}, device={like}.device)" for s in output_sets]
+        returns = "torch.Tensor" if len(output_sets) == 1 else "tuple[torch.Tensor, torch.Tensor]"
+    lines += [
+        "elementwise.launch(",
+        f"    wrap_triton({op}_kernel), BLOCK, PART_DTYPE,",
+        f"    {_tuple(input_sets)}, {_tuple(output_sets)}, {_tuple(scalar_args)},",
+        ")",
+    ]
+    if not writes_out:
+        lines.append(f"return {', '.join(output_sets)}")
+    signature = f"def run({', '.join(params)}) -> {returns}:"
+    if len(signature) > 120:
+        signature = f"def run(\n{_indent(p + ',' for p in params)}) -> {returns}:"
+    return signature + "\n" + _indent(lines)
+
+
+_KERNEL = '''@triton.jit
+def {name}(
+{args}):
+    pid = tl.program_id(0)
+    if WIDE:
+        index = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    else:
+        index = pid * BLOCK + tl.arange(0, BLOCK)
+    mask = index < numel
+    # Row-major coordinates in the collapsed shape; unused inner dims have size 1 (constants to Triton).
+    c3 = index % n3
+    rest = index // n3
+    c2 = rest % n2
+    rest = rest // n2
+    c1 = rest % n1
+    c0 = rest // n1
+{loads}{body}{stores}'''
+
+_MODULE = '''"""{doc}"""
+import torch
+import triton
+import triton.language as tl
+from torch.library import wrap_triton
+
+from kernels_templates import elementwise
+
+MUTATES = {mutates}
+PART_DTYPE = {part_dtype}
+BLOCK = {block}
+{helpers}
+
+{kernel}
+
+{run}'''
+
+
+# -- host launcher -----------------------------------------------------------------------------------------
+
+def broadcast_strides(shape, stride, target) -> list[int]:
+    """Strides that read a tensor of `shape` expanded to `target` (0 where broadcast), without expanding it."""
+    offset = len(target) - len(shape)
+    if offset < 0:
+        raise ValueError(f"shape {tuple(shape)} does not broadcast to {tuple(target)}")
+    strides = [0] * offset
+    for size, st, want in zip(shape, stride, target[offset:]):
+        if size != want and size != 1:
+            raise ValueError(f"shape {tuple(shape)} does not broadcast to {tuple(target)}")
+        strides.append(st if size == want else 0)
+    return strides
+
+
+class _Operand(NamedTuple):
+    """What the kernel addresses for one tensor: the pointer tensor (real parts, or bool) and strides over the
+    iteration shape in the tensor's own elements; parts is 2 for an interleaved complex tensor."""
+
+    pointer: torch.Tensor
+    strides: list[int]
+    parts: int
+
+
+def launch(kernel, block: int, part_dtype: torch.dtype, inputs, outputs, scalars) -> None:
+    """Run an elementwise kernel over outputs[0].shape: inputs broadcast to it, outputs have it exactly.
+
+    Complex tensors are read through view_as_real, nothing is copied. The kernel takes, per tensor, its pointer
+    and MAX_RANK strides, then the scalars, then numel and the inner sizes."""
+    shape = tuple(outputs[0].shape)
+    operands = []
+    for t in (*inputs, *outputs):
+        strides = broadcast_strides(t.shape, t.stride(), shape)
+        operands.append(_Operand(torch.view_as_real(t), strides, 2) if t.is_complex() else _Operand(t, strides, 1))
+    if any(tuple(t.shape) != shape for t in outputs):
+        raise ValueError(f"outputs must all have shape {shape}")
+    devices = {op.pointer.device for op in operands}
+    if len(devices) != 1:
+        raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
+    for op in operands:
+        if op.pointer.dtype not in (part_dtype, torch.bool):
+            raise TypeError(f"this kernel reads {part_dtype} parts, got a tensor of {op.pointer.dtype}")
+    numel = math.prod(shape)
+    if numel == 0:
+        return
+    device = devices.pop()
+    # Triton launches on the current CUDA device, which need not be the tensors' one.
+    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
+        _launch(kernel, block, shape, numel, operands[: len(inputs)], operands[len(inputs):], scalars)
+
+
+def _launch(kernel, block, shape, numel, inputs, outputs, scalars) -> None:
+    operands = (*inputs, *outputs)
+    sizes, strides = common.collapse_dims(shape, *(op.strides for op in operands))
+    if len(sizes) > MAX_RANK:
+        return _launch_dense(kernel, block, shape, numel, inputs, outputs, scalars)
+    padding = MAX_RANK - len(sizes)
+    sizes = sizes + [1] * padding
+    wide = numel >= INT32_LIMIT
+    args = []
+    for op, op_strides in zip(operands, strides):
+        op_strides = op_strides + [0] * padding
+        last = sum((n - 1) * st for n, st in zip(sizes, op_strides))
+        wide = wide or op.parts * (last + 1) >= INT32_LIMIT
+        args += [op.pointer, *op_strides]
+    args += [*scalars, numel, *sizes[1:]]
+    kernel[((numel + block - 1) // block,)](*args, BLOCK=block, WIDE=wide)
+
+
+def _launch_dense(kernel, block, shape, numel, inputs, outputs, scalars) -> None:
+    """More than MAX_RANK dims survived collapsing: copy the inputs dense in the output shape, so only the
+    outputs' own layout limits collapsing, and write through dense temporaries when that still leaves too many
+    dims. The copies are of real parts, which every dtype can copy natively."""
+    dense = _contiguous_strides(shape)
+    dense_inputs = [
+        _Operand(op.pointer.expand(_parts_shape(shape, op.parts)).contiguous(), dense, op.parts) for op in inputs
+    ]
+    staged = len(common.collapse_dims(shape, *(op.strides for op in outputs))[0]) > MAX_RANK
+    if not staged:
+        return _launch(kernel, block, shape, numel, dense_inputs, outputs, scalars)
+    temps = [
+        torch.empty(_parts_shape(shape, op.parts), dtype=op.pointer.dtype, device=op.pointer.device) for op in outputs
+    ]
+    dense_outputs = [_Operand(temp, dense, op.parts) for temp, op in zip(temps, outputs)]
+    _launch(kernel, block, shape, numel, dense_inputs, dense_outputs, scalars)
+    for op, temp in zip(outputs, temps):
+        op.pointer.copy_(temp)
+
+
+def _parts_shape(shape, parts: int) -> tuple:
+    return (*shape, 2) if parts == 2 else tuple(shape)
+
+
+def _contiguous_strides(shape) -> list[int]:
+    strides, running = [], 1
+    for size in reversed(shape):
+        strides.append(running)
+        running *= size
+    return strides[::-1]
+
+
+# -- from ATen calls to kernels ------------------------------------------------------------------------------
+
+def complex16_name(value) -> str | None:
+    """The dtype name of a tensor a kernel can read as it is: 16-bit complex, no lazy conj/neg flag."""
+    if isinstance(value, torch.Tensor) and not value.is_conj() and not value.is_neg():
+        return common.dtype_name(value)
+    return None
+
+
+def call(load, op: str, operands, device_type: str, *, result: str = COMPLEX, out=None, inplace: bool = False):
+    """Run one ATen call on a rendered interleaved kernel, or return NotImplemented unless the kernel covers it.
+
+    operands: (name, kind, value) in the op's slot order, values as the dispatcher passed them. out: the out=
+    tensor, or self for an in-place overload (inplace=True: the result must have self's shape exactly)."""
+    if device_type not in ("cuda", "cpu"):
+        return NotImplemented
+    dtype, tensors, numbers, args = None, [], [], []
+    for name, kind, value in operands:
+        if isinstance(value, torch.Tensor):
+            if kind == SCALAR or (kind == BOOL and value.dtype != torch.bool):
+                return NotImplemented
+            if kind == COMPLEX:
+                name_of_dtype = complex16_name(value)
+                if name_of_dtype is None or dtype not in (None, name_of_dtype):
+                    return NotImplemented
+                dtype = name_of_dtype
+            tensors.append(value)
+            args.append(value)
+        elif isinstance(value, NUMBER_TYPES) and kind != BOOL:
+            try:
+                number = complex(value)
+            except OverflowError:
+                return NotImplemented
+            if kind == COMPLEX:
+                numbers.append(name)
+            args += [number.real, number.imag]
+        else:
+            return NotImplemented
+    if dtype is None:
+        return NotImplemented
+    devices = {t.device for t in tensors} | ({out.device} if isinstance(out, torch.Tensor) else set())
+    if len(devices) != 1 or next(iter(devices)).type != device_type:
+        return NotImplemented
+    try:
+        shape = torch.broadcast_shapes(*(t.shape for t in tensors))
+    except RuntimeError:
+        return NotImplemented  # the fallback path raises ATen's own message
+    if out is not None:
+        wanted = common.DTYPES[dtype] if result == COMPLEX else PART_DTYPE[dtype]
+        if not isinstance(out, torch.Tensor) or out.dtype != wanted or out.is_conj() or out.is_neg():
+            return NotImplemented
+        if inplace and out.shape != shape:
+            return NotImplemented
+        common.resize_output(out, shape)
+        if not writable(out, tensors):
+            return NotImplemented
+    params = {
+        "op": op, "dtype": dtype, "layout": INTERLEAVED, "out": out is not None, "scalars": numbers,
+        "interpret": device_type == "cpu",
+    }
+    run = load(params)
+    if out is None:
+        return run(*args)
+    run(*args, out)
+    return out
+
+
+def writable(out: torch.Tensor, inputs) -> bool:
+    """Whether a kernel may write `out` while reading `inputs`: no element of out is stored twice (expanded
+    dims), and each input is out itself or shares none of its memory (ATen refuses partial overlaps)."""
+    if any(st == 0 and n > 1 for n, st in zip(out.shape, out.stride())):
+        return False
+    out_span = _byte_span(out)
+    for t in inputs:
+        same_view = t.data_ptr() == out.data_ptr() and t.dtype == out.dtype and t.shape == out.shape
+        if same_view and t.stride() == out.stride():
+            continue
+        span = _byte_span(t)
+        if out_span and span and span[0] < out_span[1] and out_span[0] < span[1]:
+            return False
+    return True
+
+
+def _byte_span(t: torch.Tensor):
+    if t.numel() == 0:
+        return None
+    start = t.data_ptr()
+    return start, start + (sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1) * t.element_size()
