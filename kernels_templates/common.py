@@ -29,7 +29,7 @@ defaults may be missing; Python numbers may stand where the schema says Tensor).
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import os
 import string
 import types
@@ -49,29 +49,15 @@ def render(template: str, **params) -> str:
     return string.Template(template).substitute(**params)
 
 
-@contextlib.contextmanager
-def _interpreter(enabled: bool):
-    # Triton decides at decoration time whether a @triton.jit function runs in its interpreter.
-    previous = os.environ.get("TRITON_INTERPRET")
-    if enabled:
-        os.environ["TRITON_INTERPRET"] = "1"
-    try:
-        yield
-    finally:
-        if enabled:
-            if previous is None:
-                os.environ.pop("TRITON_INTERPRET", None)
-            else:
-                os.environ["TRITON_INTERPRET"] = previous
+def exec_source(source: str, module_name: str, *, filename: str | None = None) -> types.ModuleType:
+    """Execute rendered source as a fresh module (not inserted into sys.modules).
 
-
-def exec_source(source: str, module_name: str, *, interpret: bool, filename: str | None = None) -> types.ModuleType:
-    """Execute rendered source as a fresh module (not inserted into sys.modules)."""
+    Compiled (non-interpreted) @triton.jit functions read their own source back, so `filename` must name a
+    file holding `source`. Whether kernels run in Triton's CPU interpreter is decided process-wide by
+    TRITON_INTERPRET when triton is first imported (its standard library is decorated then)."""
     module = types.ModuleType(module_name)
     module.__file__ = filename or f"<{module_name}>"
-    code = compile(source, module.__file__, "exec")
-    with _interpreter(interpret):
-        exec(code, module.__dict__)
+    exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module
 
 
@@ -119,3 +105,30 @@ def resize_output(out: torch.Tensor, shape) -> None:
             UserWarning,
         )
     out.resize_(shape)
+
+
+@functools.lru_cache(maxsize=None)
+def schema_arguments(name: str) -> tuple[tuple[str, bool, object], ...]:
+    qualname, _, overload = name.partition(".")
+    schema = torch._C._get_schema(qualname, overload)
+    return tuple((a.name, a.kwarg_only, a.default_value if a.has_default_value() else None) for a in schema.arguments)
+
+
+def bind(name: str, args: tuple, kwargs: dict) -> dict:
+    """Every argument of a dispatcher call by name, defaults filled in."""
+    arguments = schema_arguments(name)
+    call = dict(zip((arg for arg, kwarg_only, _ in arguments if not kwarg_only), args))
+    for arg, _, default in arguments:
+        call.setdefault(arg, kwargs.get(arg, default))
+    return call
+
+
+def plain_16bit_complex(t) -> str | None:
+    """The dtype name of a 16-bit complex tensor whose values are its memory (no lazy conj/neg flag)."""
+    if not isinstance(t, torch.Tensor) or t.is_conj() or t.is_neg():
+        return None
+    return dtype_name(t)
+
+
+def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
