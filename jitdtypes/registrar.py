@@ -212,9 +212,7 @@ class _Router:
 
 
 def _tensors_and_dtypes(info: Overload, args, kwargs, inputs_only: bool = False):
-    for arg, value in zip(info.positional, args):
-        if inputs_only and arg.is_write:
-            continue
+    for arg, value in zip(info.positional, args):  # in-place self is written but still an input
         if arg.kind == TENSOR_LIST:
             yield from (t for t in value if isinstance(t, torch.Tensor))
         elif isinstance(value, torch.Tensor):
