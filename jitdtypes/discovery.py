@@ -51,12 +51,18 @@ class Finding:
 
 
 def kernel_level(full_name: str, device_type: str) -> str:
+    """BACKEND where an override at the backend key takes effect (a backend kernel, or a composite-explicit
+    one, which fills the backend key); COMPOSITE for composite-implicit ops, which run above it."""
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     if has(full_name, device_type.upper()) or has(full_name, "CompositeExplicitAutograd") or has(
         full_name, "CompositeExplicitAutogradNonFunctional"
     ):
         return BACKEND
     return COMPOSITE
+
+
+def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
+    return torch._C._dispatch_has_kernel_for_dispatch_key(full_name, device_type.upper())
 
 
 def _source_fingerprint() -> str:
@@ -132,15 +138,21 @@ def discover(device_type: str) -> Discovery:
     )
     candidates = [n for n in schema.all_aten_overloads() if probe.should_probe(schema.overload(n))]
     outcomes = run_probes(device_type, candidates, installed=[])
-    first = [o for o in outcomes if o.needs_override]
-    backend = [
-        Finding(o.overload, BACKEND, _failing(o.status), o.errors)
-        for o in first
-        if kernel_level(o.overload, device_type) == BACKEND
-    ]
-    retry = [o.overload for o in first if kernel_level(o.overload, device_type) == COMPOSITE]
-    retried = run_probes(device_type, retry, installed=backend)
-    composite = [Finding(o.overload, COMPOSITE, _failing(o.status), o.errors) for o in retried if o.needs_override]
+    first = [_finding(o, device_type) for o in outcomes if o.needs_override]
+    # Ops with their own backend kernel keep their overrides. A composite op (abs -> abs.out, arccos -> acos,
+    # fft_rfft2 -> _fft_r2c) often failed only inside another failing op: it is probed again with every
+    # override installed but its own bypassed, and keeps its override only if it still fails that way.
+    own = [f for f in first if _has_own_backend_kernel(f.overload, device_type)]
+    composites = [f.overload for f in first if not _has_own_backend_kernel(f.overload, device_type)]
+    still_failing = {o.overload: o for o in run_probes(device_type, composites, first, bypass_probed=True)
+                     if o.needs_override}
+    kept = [_finding(o, device_type) for o in still_failing.values()]
+    # Two composites could each have passed thanks to the other's override: check the dropped ones again
+    # against exactly what will be installed.
+    dropped = [name for name in composites if name not in still_failing]
+    kept += [_finding(o, device_type) for o in run_probes(device_type, dropped, own + kept) if o.needs_override]
+    backend = own + [f for f in kept if f.level == BACKEND]
+    composite = [f for f in kept if f.level == COMPOSITE]
     supported: dict[str, list[str]] = {}
     for outcome in outcomes:
         for dtype, status in outcome.status.items():
@@ -154,12 +166,16 @@ def discover(device_type: str) -> Discovery:
     return Discovery(device_type, backend + composite, supported)
 
 
-def _failing(status: dict[str, str]) -> dict[str, str]:
-    return {dtype: s for dtype, s in status.items() if s != probe.SUPPORTED}
+def _finding(outcome: probe.Outcome, device_type: str) -> Finding:
+    failing = {dtype: s for dtype, s in outcome.status.items() if s != probe.SUPPORTED}
+    return Finding(outcome.overload, kernel_level(outcome.overload, device_type), failing, outcome.errors)
 
 
-def run_probes(device_type: str, names: list[str], installed: list[Finding]) -> list[probe.Outcome]:
-    """Probe `names` in child processes, restarting past any overload that kills its child."""
+def run_probes(
+    device_type: str, names: list[str], installed: list[Finding], bypass_probed: bool = False
+) -> list[probe.Outcome]:
+    """Probe `names` in child processes with `installed` overrides registered (each probed op's own override
+    bypassed if asked), restarting past any overload that kills its child."""
     outcomes: dict[str, probe.Outcome | None] = {}
     remaining = list(names)
     with tempfile.TemporaryDirectory(prefix="jitdtypes-probe-") as tmp:
@@ -169,7 +185,8 @@ def run_probes(device_type: str, names: list[str], installed: list[Finding]) -> 
             todo.write_text(json.dumps(remaining))
             progress.write_text("")
             env = dict(os.environ, JITDTYPES_DISABLE="1", PYTHONWARNINGS="ignore")
-            cmd = [sys.executable, "-m", "jitdtypes.discovery", device_type, str(todo), str(progress), str(overrides)]
+            cmd = [sys.executable, "-m", "jitdtypes.discovery", device_type, str(todo), str(progress), str(overrides),
+                   "bypass" if bypass_probed else "keep"]
             try:
                 child = subprocess.run(cmd, env=env, timeout=CHILD_TIMEOUT_S, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.PIPE, check=False)
@@ -196,17 +213,17 @@ def run_probes(device_type: str, names: list[str], installed: list[Finding]) -> 
     return [o for o in outcomes.values() if o is not None]
 
 
-def _child(device_type: str, todo: Path, progress: Path, overrides: Path) -> None:
-    installed = [Finding(**f) for f in json.loads(overrides.read_text())]
-    keep_alive = None
-    if installed:
-        from . import registrar
+def _child(device_type: str, todo: Path, progress: Path, overrides: Path, bypass_probed: bool) -> None:
+    from . import registrar
 
-        keep_alive = registrar.install({device_type: installed})
+    installed = [Finding(**f) for f in json.loads(overrides.read_text())]
+    keep_alive = registrar.install({device_type: installed}) if installed else None
     with progress.open("a") as out:
         for name in json.loads(todo.read_text()):
             out.write(json.dumps({"start": name}) + "\n")
             out.flush()
+            if bypass_probed:
+                registrar.bypassed = frozenset({name})
             try:
                 outcome = probe.probe(schema.overload(name), device_type)
             except Exception as exc:  # a bug in argument synthesis must not look like a crashing kernel
@@ -218,4 +235,4 @@ def _child(device_type: str, todo: Path, progress: Path, overrides: Path) -> Non
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]))
+    _child(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5] == "bypass")

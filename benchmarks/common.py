@@ -1,0 +1,52 @@
+"""Shared by the benchmarks: timing medians/percentiles and CSV rows (Liger-Kernel style)."""
+
+from __future__ import annotations
+
+import csv
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+import jitdtypes
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def device_name(device: str = "cpu") -> str:
+    if device == "cuda":
+        return torch.cuda.get_device_name()
+    return platform.processor() or platform.machine()
+
+
+def percentiles(samples: list[float]) -> tuple[float, float, float]:
+    """(p20, p50, p80)."""
+    ordered = sorted(samples)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return pick(0.2), statistics.median(ordered), pick(0.8)
+
+
+def per_call_us(fn, calls: int = 2000) -> float:
+    """Mean microseconds per call over one tight loop of `calls` calls."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
+def write_rows(name: str, rows: list[dict]) -> Path:
+    """Append rows to benchmarks/results/<name>.csv with device and version columns."""
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{name}.csv"
+    extra = {"device": device_name(), "torch": torch.__version__, "jitdtypes": jitdtypes.__version__}
+    rows = [{**row, **extra} for row in rows]
+    fields = list(dict.fromkeys(key for row in rows for key in row))
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields, restval="")
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+    return path
