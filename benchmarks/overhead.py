@@ -17,7 +17,7 @@ import torch
 import jitdtypes
 from benchmarks.common import per_call_us, percentiles, write_rows
 
-ROUNDS = 41
+ROUNDS = 31
 
 
 def _not_overridden_op():
@@ -35,11 +35,12 @@ def per_call_overhead() -> list[dict]:
     rows = []
     for label, fn in cases:
         with_us, without_us = [], []
-        for _ in range(ROUNDS):
-            jitdtypes.disable()
-            without_us.append(per_call_us(fn))
-            jitdtypes.enable()
-            with_us.append(per_call_us(fn))
+        for round_index in range(ROUNDS):
+            # alternate which state goes first so drift (clock, caches) does not favour either
+            for enabled in (True, False) if round_index % 2 else (False, True):
+                (jitdtypes.enable if enabled else jitdtypes.disable)()
+                (with_us if enabled else without_us).append(per_call_us(fn))
+        jitdtypes.enable()
         w, wo = percentiles(with_us), percentiles(without_us)
         rows.append({
             "case": label, "without_p50_us": round(wo[1], 3), "with_p50_us": round(w[1], 3),
