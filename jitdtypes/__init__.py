@@ -22,6 +22,15 @@ _registration = None
 _discoveries: dict = {}
 
 
+def set_cpu_backend(name: str) -> None:
+    """"upcast" (default): CPU calls PyTorch lacks run in complex64/float32. "triton-interpret": CPU calls
+    with a kernel template run it in Triton's interpreter (validation; must be chosen before importing
+    triton). Also settable with JITDTYPES_CPU_BACKEND."""
+    from . import engine
+
+    engine.set_cpu_backend(name)
+
+
 def _device_types() -> list[str]:
     # is_available() asks the driver without creating a CUDA context, so forked workers stay usable.
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
@@ -99,5 +108,7 @@ def _row(key, support, path, seen) -> dict:
     }
 
 
+if os.environ.get("JITDTYPES_CPU_BACKEND"):
+    set_cpu_backend(os.environ["JITDTYPES_CPU_BACKEND"])
 if os.environ.get("JITDTYPES_DISABLE", "").strip() in ("", "0"):
     enable()

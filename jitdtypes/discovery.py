@@ -184,7 +184,7 @@ def run_probes(
         while remaining:
             todo.write_text(json.dumps(remaining))
             progress.write_text("")
-            env = dict(os.environ, JITDTYPES_DISABLE="1", PYTHONWARNINGS="ignore")
+            env = dict(os.environ, JITDTYPES_DISABLE="1", JITDTYPES_CPU_BACKEND="upcast", PYTHONWARNINGS="ignore")
             cmd = [sys.executable, "-m", "jitdtypes.discovery", device_type, str(todo), str(progress), str(overrides),
                    "bypass" if bypass_probed else "keep"]
             try:

@@ -14,7 +14,7 @@ import threading
 
 import torch
 
-from . import dtypes, path_record, upcast
+from . import dtypes, engine, path_record, upcast
 from .discovery import Finding
 from .probe import MISSING, PARTIAL
 from .schema import OPTIONAL_TENSOR, TENSOR, TENSOR_LIST, Overload, overload
@@ -59,7 +59,8 @@ def install(findings_by_device: dict[str, list[Finding]], registration: Registra
                 continue  # an overload this torch build does not have
             for key in finding.dispatch_keys(device_type):
                 original = torch.library.get_kernel(finding.overload, key)
-                kernel = make_kernel(info, original, finding.status, device_type)
+                # template kernels are custom ops without autograd formulas: only below the Autograd key
+                kernel = make_kernel(info, original, finding.status, device_type, templates=not key.startswith("Autograd"))
                 registration.library.impl(info.short_name, kernel, key, with_keyset=True)
                 registration.keys.append((finding.overload, key))
     return registration
@@ -67,12 +68,16 @@ def install(findings_by_device: dict[str, list[Finding]], registration: Registra
 
 def planned_path(overload_name: str, device_type: str, support: str) -> str:
     """The path a call with an unsupported dtype takes, before any call was made."""
-    return path_record.NATIVE if support == PARTIAL else path_record.UPCAST
+    if support == PARTIAL:
+        return path_record.NATIVE
+    if engine.uses_templates(device_type) and engine.has_template(overload_name):
+        return path_record.TEMPLATE
+    return path_record.UPCAST
 
 
-def make_kernel(info: Overload, original, status: dict[str, str], device_type: str):
+def make_kernel(info: Overload, original, status: dict[str, str], device_type: str, templates: bool = True):
     targets = frozenset(dtypes.BY_NAME[name] for name in status if name in dtypes.BY_NAME)
-    router = _Router(info, original, status, device_type)
+    router = _Router(info, original, status, device_type, templates)
     namespace = {
         "Tensor": torch.Tensor,
         "targets": targets,
@@ -151,8 +156,9 @@ _NUMBERS = (bool, int, float, complex)
 class _Router:
     """The slow paths behind one generated guard."""
 
-    def __init__(self, info: Overload, original, status: dict[str, str], device_type: str) -> None:
+    def __init__(self, info: Overload, original, status: dict[str, str], device_type: str, templates: bool) -> None:
         self.info = info
+        self.templates = templates
         self.original = original
         self.status = {dtypes.BY_NAME[n]: s for n, s in status.items() if n in dtypes.BY_NAME}
         self.device_type = device_type
@@ -191,6 +197,12 @@ class _Router:
                     raise
             else:
                 self._note(dtype, path_record.NATIVE)
+                return result
+        template = engine.adapter_for(self.info.full_name, self.device_type) if self.templates else None
+        if template is not None:
+            result = template(args, kwargs)
+            if result is not NotImplemented:
+                self._note(dtype, path_record.TEMPLATE)
                 return result
         self._note(dtype, path_record.UPCAST)
         return upcast.run(self.info, args, kwargs)

@@ -30,6 +30,7 @@ defaults may be missing; Python numbers may stand where the schema says Tensor).
 from __future__ import annotations
 
 import functools
+import linecache
 import os
 import string
 import types
@@ -57,6 +58,10 @@ def exec_source(source: str, module_name: str, *, filename: str | None = None) -
     TRITON_INTERPRET when triton is first imported (its standard library is decorated then)."""
     module = types.ModuleType(module_name)
     module.__file__ = filename or f"<{module_name}>"
+    if filename:
+        # inspect.getsource (Triton's JIT) must see the text that was verified and compiled, not whatever
+        # the file holds later: pin it in linecache (mtime None entries are never re-read from disk).
+        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module
 

@@ -1,0 +1,89 @@
+"""The kernel cache: one content-addressed directory per key, holding the rendered source and its metadata.
+
+    <root>/kernels/<key[:2]>/<key>/kernel.py    rendered Triton module
+    <root>/kernels/<key[:2]>/<key>/meta.json    {"key", "sha256", "bytes", "created", "last_used", ...}
+    <root>/kernels/<key[:2]>/<key>.lock         serializes generation of one key across processes
+
+Source is written before metadata, each atomically (temp name + os.replace), so an entry without valid
+metadata is incomplete and an entry whose source does not hash to meta["sha256"] is corrupt: neither is
+ever handed out for import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import time
+from pathlib import Path
+
+from filelock import FileLock
+
+from . import atomic, locations
+
+SOURCE, META = "kernel.py", "meta.json"
+
+
+class CorruptEntry(Exception):
+    """An entry exists but its source or metadata cannot be trusted."""
+
+
+@dataclasses.dataclass
+class Entry:
+    key: str
+    directory: Path
+    source: str
+    meta: dict
+
+    @property
+    def source_path(self) -> Path:
+        return self.directory / SOURCE
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class KernelStore:
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = (root or locations.cache_root()) / "kernels"
+
+    def directory(self, key: str) -> Path:
+        return self.root / key[:2] / key
+
+    def lock(self, key: str) -> FileLock:
+        locations.ensure_dir(self.root / key[:2])
+        return FileLock(str(self.root / key[:2] / f"{key}.lock"))
+
+    def read(self, key: str) -> Entry | None:
+        """The entry for `key`, None if absent; CorruptEntry if present but not intact."""
+        directory = self.directory(key)
+        if not directory.exists():
+            return None
+        try:
+            meta = json.loads((directory / META).read_text())
+            source = (directory / SOURCE).read_text()
+        except (OSError, ValueError, UnicodeDecodeError) as exc:
+            raise CorruptEntry(f"{directory}: unreadable ({exc})") from exc
+        if not isinstance(meta, dict) or meta.get("key") != key:
+            raise CorruptEntry(f"{directory}: metadata does not name this key")
+        if sha256(source) != meta.get("sha256"):
+            raise CorruptEntry(f"{directory}: source does not match its recorded sha256")
+        return Entry(key, directory, source, meta)
+
+    def write(self, key: str, source: str, meta: dict) -> Entry:
+        directory = locations.ensure_dir(self.directory(key))
+        now = time.time()
+        meta = {**meta, "key": key, "sha256": sha256(source), "bytes": len(source.encode()),
+                "created": now, "last_used": now}
+        atomic.write_text(directory / SOURCE, source)
+        atomic.write_text(directory / META, json.dumps(meta, indent=1, sort_keys=True))
+        return Entry(key, directory, source, meta)
+
+    def touch(self, entry: Entry) -> None:
+        """Record a use (best effort: a read-only cache still serves its entries)."""
+        entry.meta["last_used"] = time.time()
+        try:
+            atomic.write_text(entry.directory / META, json.dumps(entry.meta, indent=1, sort_keys=True))
+        except OSError:
+            pass

@@ -1,0 +1,193 @@
+"""The JIT kernel engine: an ATen call -> its template family's adapter -> a rendered Triton module,
+rendered on first use, cached on disk by content key, loaded once per process and registered as a
+torch.library custom op (jitdtypes::<family>_<op>_<key>) so torch.compile sees it.
+
+Key = sha256(family, params, the template sources, jitdtypes/triton/torch versions, device kind): a warm
+cache in a second process generates nothing. Generation is serialized per key across processes with a file
+lock (check, lock, check again) and across threads with an in-process lock.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import json
+import logging
+import os
+import re
+import sys
+import tempfile
+import threading
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+from cache_tools.store import CorruptEntry, Entry, KernelStore
+from kernels_templates import common
+
+from . import __version__
+
+log = logging.getLogger("jitdtypes")
+
+FAMILIES = ("unary", "binary", "ternary", "reductions", "scans", "matmul", "fft")
+UPCAST, TRITON_INTERPRET = "upcast", "triton-interpret"
+CPU_BACKENDS = (UPCAST, TRITON_INTERPRET)
+
+counters: Counter = Counter()  # "generated", "read_from_cache", "regenerated_corrupt", "loaded"
+_loaded: dict[tuple, object] = {}
+_lock = threading.RLock()
+_cpu_backend = UPCAST
+
+
+# -- configuration ---------------------------------------------------------------------------------------
+
+
+def cpu_backend() -> str:
+    return _cpu_backend
+
+
+def set_cpu_backend(name: str) -> None:
+    """"upcast" (default) or "triton-interpret": run CPU calls that have a template through Triton's
+    interpreter (a validation mode: ~100x slower than the upcast path). The interpreter is a process-wide
+    choice Triton makes when it is imported, so this must come before `import triton`."""
+    global _cpu_backend
+    if name not in CPU_BACKENDS:
+        raise ValueError(f"cpu backend must be one of {CPU_BACKENDS}, not {name!r}")
+    if name == TRITON_INTERPRET and os.environ.get("TRITON_INTERPRET") != "1":
+        if "triton" in sys.modules:
+            raise RuntimeError("triton was imported without TRITON_INTERPRET=1: set JITDTYPES_CPU_BACKEND="
+                               "triton-interpret (or TRITON_INTERPRET=1) before importing triton")
+        os.environ["TRITON_INTERPRET"] = "1"
+    _cpu_backend = name
+
+
+def uses_templates(device_type: str) -> bool:
+    return device_type == "cuda" or (device_type == "cpu" and _cpu_backend == TRITON_INTERPRET)
+
+
+# -- ATen call -> adapter ----------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _adapters() -> dict:
+    table = {}
+    for family in FAMILIES:
+        module = importlib.import_module(f"kernels_templates.{family}")
+        table.update({name: (family, adapter) for name, adapter in module.ATEN.items()})
+    return table
+
+
+def has_template(overload_name: str) -> bool:
+    return overload_name in _adapters()
+
+
+def adapter_for(overload_name: str, device_type: str):
+    """A callable (args, kwargs) -> result or NotImplemented for this overload on this device, or None."""
+    if not uses_templates(device_type) or overload_name not in _adapters():
+        return None
+    family, adapter = _adapters()[overload_name]
+    load = functools.partial(load_kernel, family, device_type)
+    return lambda args, kwargs: adapter(load, args, kwargs, device_type)
+
+
+# -- params -> kernel --------------------------------------------------------------------------------------
+
+
+def _freeze(value):
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def load_kernel(family: str, device_type: str, params: dict):
+    """The custom op for (family, params) on device_type: from this process, the disk cache, or rendered."""
+    params = {**params, "interpret": device_type == "cpu"}
+    frozen = (family, device_type, _freeze(params))
+    kernel = _loaded.get(frozen)
+    if kernel is None:
+        with _lock:  # threads asking for a new kernel at the same moment build it once
+            kernel = _loaded.get(frozen)
+            if kernel is None:
+                kernel = _loaded[frozen] = _build(family, device_type, params)
+    return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _templates_digest() -> str:
+    digest = hashlib.sha256()
+    for path in sorted(Path(common.__file__).parent.glob("*.py")):
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _device_kind(device_type: str) -> str:
+    if device_type == "cuda":
+        major, minor = torch.cuda.get_device_capability()
+        return f"cuda-sm{major}{minor}"
+    return "cpu-interpreter"
+
+
+def _environment(family: str, params: dict, device_type: str) -> dict:
+    import triton
+
+    return {"family": family, "params": params, "templates": _templates_digest(), "jitdtypes": __version__,
+            "triton": triton.__version__, "torch": torch.__version__, "device": _device_kind(device_type)}
+
+
+def kernel_key(family: str, params: dict, device_type: str) -> str:
+    environment = _environment(family, params, device_type)
+    return hashlib.sha256(json.dumps(environment, sort_keys=True).encode()).hexdigest()
+
+
+def _render(family: str, params: dict) -> str:
+    return importlib.import_module(f"kernels_templates.{family}").render(params)
+
+
+def _entry(store: KernelStore, family: str, params: dict, device_type: str) -> Entry:
+    """Check, lock, check again: a cached entry whose content hash verifies, else a freshly rendered one."""
+    key = kernel_key(family, params, device_type)
+    entry = _verified(store, key)
+    if entry is not None:
+        counters["read_from_cache"] += 1
+        store.touch(entry)
+        return entry
+    with store.lock(key):
+        entry = _verified(store, key)
+        if entry is None:
+            environment = _environment(family, params, device_type)
+            meta = {**{k: v for k, v in environment.items() if k != "params"}, "params": params,
+                    "op": params["op"], "dtype": params.get("dtype"), "layout": params.get("layout", "interleaved")}
+            entry = store.write(key, _render(family, params), meta)
+            counters["generated"] += 1
+            log.info("jitdtypes: generated %s/%s (%s) -> %s", family, params["op"], params.get("dtype"), entry.directory)
+        return entry
+
+
+def _verified(store: KernelStore, key: str) -> Entry | None:
+    try:
+        return store.read(key)
+    except CorruptEntry as exc:
+        counters["regenerated_corrupt"] += 1
+        log.warning("jitdtypes: %s; regenerating it", exc)
+        return None
+
+
+def _build(family: str, device_type: str, params: dict):
+    store = KernelStore()
+    try:
+        entry = _entry(store, family, params, device_type)
+        source, filename, key = entry.source, str(entry.source_path), entry.key
+    except OSError as exc:  # no usable cache directory: the kernel lives in memory
+        log.warning("jitdtypes: kernel cache unavailable (%s); generating in memory", exc)
+        source, key = _render(family, params), kernel_key(family, params, device_type)
+        private = Path(tempfile.mkdtemp(prefix="jitdtypes-kernel-"))
+        (private / "kernel.py").write_text(source)  # compiled Triton reads its source back from a file
+        filename = str(private / "kernel.py")
+    name = re.sub(r"\W", "_", f"{family}_{params['op']}_{key[:16]}")
+    module = common.exec_source(source, f"jitdtypes_kernels.{name}", filename=filename)
+    counters["loaded"] += 1
+    return torch.library.triton_op(f"jitdtypes::{name}", module.run, mutates_args=module.MUTATES)
