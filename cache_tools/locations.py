@@ -16,6 +16,17 @@ def cache_root() -> Path:
 
 
 def ensure_dir(path: Path) -> Path:
-    """Create `path` (and parents) private to the user; raises OSError when that is impossible."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Create `path` and any missing parents private to the user (mode 0700, whatever the umask);
+    directories that already exist are left as they are. Raises OSError when that is impossible."""
+    missing = []
+    current = path
+    while not current.exists():
+        missing.append(current)
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=0o700)
+        except FileExistsError:  # another process made it meanwhile
+            continue
+        os.chmod(directory, 0o700)
     return path

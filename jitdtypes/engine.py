@@ -150,13 +150,13 @@ def _render(family: str, params: dict) -> str:
 def _entry(store: KernelStore, family: str, params: dict, device_type: str) -> Entry:
     """Check, lock, check again: a cached entry whose content hash verifies, else a freshly rendered one."""
     key = kernel_key(family, params, device_type)
-    entry = _verified(store, key)
+    entry, corrupt = _verified(store, key, warn=True)
     if entry is not None:
         counters["read_from_cache"] += 1
         store.touch(entry)
         return entry
     with store.lock(key):
-        entry = _verified(store, key)
+        entry, _ = _verified(store, key, warn=not corrupt)
         if entry is None:
             environment = _environment(family, params, device_type)
             meta = {**{k: v for k, v in environment.items() if k != "params"}, "params": params,
@@ -167,13 +167,15 @@ def _entry(store: KernelStore, family: str, params: dict, device_type: str) -> E
         return entry
 
 
-def _verified(store: KernelStore, key: str) -> Entry | None:
+def _verified(store: KernelStore, key: str, warn: bool) -> tuple[Entry | None, bool]:
+    """(entry, False), (None, False) when absent, (None, True) when corrupt (warned about once)."""
     try:
-        return store.read(key)
+        return store.read(key), False
     except CorruptEntry as exc:
-        counters["regenerated_corrupt"] += 1
-        log.warning("jitdtypes: %s; regenerating it", exc)
-        return None
+        if warn:
+            counters["regenerated_corrupt"] += 1
+            log.warning("jitdtypes: %s; regenerating it", exc)
+        return None, True
 
 
 def _build(family: str, device_type: str, params: dict):
@@ -190,4 +192,17 @@ def _build(family: str, device_type: str, params: dict):
     name = re.sub(r"\W", "_", f"{family}_{params['op']}_{key[:16]}")
     module = common.exec_source(source, f"jitdtypes_kernels.{name}", filename=filename)
     counters["loaded"] += 1
-    return torch.library.triton_op(f"jitdtypes::{name}", module.run, mutates_args=module.MUTATES)
+    op = torch.library.triton_op(f"jitdtypes::{name}", module.run, mutates_args=module.MUTATES)
+    return _one_at_a_time(op) if device_type == "cpu" else op
+
+
+_interpreter_lock = threading.Lock()
+
+
+def _one_at_a_time(op):
+    # Triton's interpreter patches triton.language globally while a kernel runs: launches must not overlap.
+    def run_interpreted(*args, **kwargs):
+        with _interpreter_lock:
+            return op(*args, **kwargs)
+
+    return run_interpreted

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import jitdtypes
+import jitdtypes.engine
 from jitdtypes import dtypes
 from tests import opinfo_samples as db
 from tests.opinfo_exclusions import EXCLUDED, MIN_COVERAGE, RANDOM_OPS, WIDE_RESULT
@@ -111,9 +112,18 @@ def check_op(op, target) -> int:
     return checked
 
 
+@pytest.fixture(params=["upcast", "triton-interpret"])
+def cpu_backend(request):
+    """Both CPU paths: the upcast path, and template kernels run in Triton's interpreter."""
+    previous = jitdtypes.engine.cpu_backend()
+    jitdtypes.set_cpu_backend(request.param)
+    yield request.param
+    jitdtypes.set_cpu_backend(previous)
+
+
 @pytest.mark.parametrize("target", TARGETS, ids=[dtypes.NAMES[d] for d in TARGETS])
 @pytest.mark.parametrize("op", OPS, ids=db.op_id)
-def test_matches_complex64(op, target, request):
+def test_matches_complex64(op, target, cpu_backend, request):
     reason = EXCLUDED.get(dtypes.NAMES[target], {}).get(db.op_id(op))
     if reason:
         request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
