@@ -1,6 +1,7 @@
 """The JIT kernel engine: an ATen call -> its template family's adapter -> a rendered Triton module,
 rendered on first use, cached on disk by content key, loaded once per process and registered as a
-torch.library custom op (jitdtypes::<family>_<op>_<key>) so torch.compile sees it.
+torch.library custom op (jitdtypes::<family>_<op>_<key>, a triton_op with a fake kernel) so torch.compile
+and torch.export can use it.
 
 Key = sha256(family, params, the template sources, jitdtypes/triton/torch versions, device kind): a warm
 cache in a second process generates nothing. Generation is serialized per key across processes with a file
@@ -192,17 +193,20 @@ def _build(family: str, device_type: str, params: dict):
     name = re.sub(r"\W", "_", f"{family}_{params['op']}_{key[:16]}")
     module = common.exec_source(source, f"jitdtypes_kernels.{name}", filename=filename)
     counters["loaded"] += 1
-    op = torch.library.triton_op(f"jitdtypes::{name}", module.run, mutates_args=module.MUTATES)
-    return _one_at_a_time(op) if device_type == "cpu" else op
+    # The custom op makes the kernel visible to torch.compile / torch.export for direct use
+    # (torch.ops.jitdtypes.<name>). Calls routed here from an ATen override are already below the
+    # dispatcher's tracing layers, so they launch `run` directly and skip the custom op's dispatch cost.
+    torch.library.triton_op(f"jitdtypes::{name}", module.run, mutates_args=module.MUTATES)
+    return _one_at_a_time(module.run) if device_type == "cpu" else module.run
 
 
 _interpreter_lock = threading.Lock()
 
 
-def _one_at_a_time(op):
+def _one_at_a_time(run):
     # Triton's interpreter patches triton.language globally while a kernel runs: launches must not overlap.
     def run_interpreted(*args, **kwargs):
         with _interpreter_lock:
-            return op(*args, **kwargs)
+            return run(*args, **kwargs)
 
     return run_interpreted
