@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import stat
 import time
 from pathlib import Path
 
@@ -26,6 +28,21 @@ SOURCE, META = "kernel.py", "meta.json"
 
 class CorruptEntry(Exception):
     """An entry exists but its source or metadata cannot be trusted."""
+
+
+class InsecureEntry(Exception):
+    """An entry, or a directory above it, could have been written by someone else: it is not imported."""
+
+
+def check_private(path: Path) -> None:
+    """Raise InsecureEntry unless `path` is owned by this user, not group/world writable, not a symlink."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        raise InsecureEntry(f"{path} is a symbolic link")
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise InsecureEntry(f"{path} is owned by uid {info.st_uid}, not by this user")
+    if info.st_mode & 0o022:
+        raise InsecureEntry(f"{path} is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})")
 
 
 @dataclasses.dataclass
@@ -56,10 +73,14 @@ class KernelStore:
         return FileLock(str(self.root / key[:2] / f"{key}.lock"))
 
     def read(self, key: str) -> Entry | None:
-        """The entry for `key`, None if absent; CorruptEntry if present but not intact."""
+        """The entry for `key`, None if absent; InsecureEntry if it or a directory above it could have been
+        written by someone else; CorruptEntry if present but not intact."""
         directory = self.directory(key)
         if not directory.exists():
             return None
+        for path in (self.root.parent, self.root, directory.parent, directory, directory / SOURCE, directory / META):
+            if path.exists():
+                check_private(path)
         try:
             meta = json.loads((directory / META).read_text())
             source = (directory / SOURCE).read_text()

@@ -37,6 +37,157 @@ def cmd_ops(args) -> int:
     return 0
 
 
+def _is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def cmd_warm(args) -> int:
+    import torch
+
+    from . import dtypes, warm
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        print("jitdtypes warm: --device cuda needs a CUDA device (kernel keys include its architecture)",
+              file=sys.stderr)
+        return 2
+    names = sorted(n for n, d in dtypes.BY_NAME.items() if d.is_complex) if args.dtype == "all" else [args.dtype]
+    ops = {op.strip() for op in args.ops.split(",") if op.strip()} if args.ops else None
+    known = {params["op"] for _, params in warm.kernels_to_warm(names, None)}
+    if ops and not ops <= known:
+        print(f"jitdtypes warm: unknown ops {sorted(ops - known)}; template ops are: {', '.join(sorted(known))}",
+              file=sys.stderr)
+        return 2
+
+    def progress(done, total, label):
+        if _is_terminal():
+            print(f"\r\033[K[{done + 1}/{total}] {label}"[:160], end="", flush=True)
+
+    summary = warm.warm(names, device, ops, progress)
+    if _is_terminal():
+        print("\r\033[K", end="")
+    for label, error in summary.failed:
+        print(f"failed: {label}: {error}")
+    compiled = f", compiled {summary.compiled}" if device == "cuda" else ""
+    print(f"warm {','.join(names)} on {device}: {summary.total} kernels: generated {summary.generated}, "
+          f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}")
+    return 1 if summary.failed else 0
+
+
+def _when(timestamp) -> str:
+    import datetime
+
+    if not timestamp:
+        return "-"
+    return datetime.datetime.fromtimestamp(float(timestamp)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def cmd_cache_info(args) -> int:
+    from cache_tools import inventory
+
+    report = inventory.info()
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"directory  {report['dir']}")
+    print(f"kernels    {report['entries']} entries, {report['kernel_bytes']:,} bytes"
+          + (f", {report['damaged']} damaged (jitdtypes cache verify)" if report["damaged"] else ""))
+    for version in report["versions"]:
+        print(f"           torch {version['torch']} / triton {version['triton']} / jitdtypes "
+              f"{version['jitdtypes']}: {version['entries']} entries")
+    for found in report["discovery"]:
+        print(f"discovery  {found.get('device_type')} torch {found.get('torch')}: {found.get('overrides')} overrides "
+              f"({found['bytes']:,} bytes)")
+    print(f"total      {report['bytes']:,} bytes")
+    return 0
+
+
+def cmd_cache_list(args) -> int:
+    from cache_tools import inventory
+
+    rows = [r.row() for r in inventory.scan()]
+    if args.dtype:
+        rows = [r for r in rows if r["dtype"] == args.dtype]
+    if args.op:
+        rows = [r for r in rows if r["op"] == args.op]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    table = [{**r, "key": r["key"][:16], "last_used": _when(r["last_used"]), "status": r["problem"] or "ok"}
+             for r in rows]
+    _print_table(table, ["key", "family", "op", "dtype", "layout", "device", "bytes", "last_used", "status"])
+    print(f"{len(rows)} entries")
+    return 0
+
+
+def cmd_cache_show(args) -> int:
+    from cache_tools import inventory
+
+    matches = [r for r in inventory.scan() if r.key.startswith(args.key)]
+    if len(matches) != 1:
+        print(f"jitdtypes cache show: {len(matches)} entries match {args.key!r}", file=sys.stderr)
+        return 1
+    record = matches[0]
+    print(json.dumps({**record.meta, "path": str(record.directory), "problem": record.problem}, indent=1))
+    print()
+    try:
+        print(record.row()["path"] and (record.directory / "kernel.py").read_text())
+    except OSError as exc:
+        print(f"(source unreadable: {exc})")
+    return 0 if record.problem is None else 1
+
+
+def cmd_cache_clean(args) -> int:
+    from cache_tools import inventory
+
+    criteria = [args.all, args.older_than is not None, args.dtype is not None, args.stale]
+    if not any(criteria):
+        print("jitdtypes cache clean: say what to remove: --all, --older-than AGE, --dtype D or --stale",
+              file=sys.stderr)
+        return 2
+    try:
+        older = inventory.parse_age(args.older_than) if args.older_than else None
+    except ValueError as exc:
+        print(f"jitdtypes cache clean: {exc}", file=sys.stderr)
+        return 2
+    removed = inventory.clean(everything=args.all, older_than_s=older, dtype=args.dtype,
+                              stale_for=_current_versions() if args.stale else None, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for item in removed:
+        label = f"{item['op']} {item['dtype'] or ''}".strip()
+        print(f"{verb} {item['path']} ({label}; {item['reason']}; {item['bytes']:,} bytes)")
+    print(f"{verb} {len(removed)} entries, {sum(i['bytes'] for i in removed):,} bytes"
+          + (" freed" if not args.dry_run else ""))
+    return 0
+
+
+def _current_versions() -> dict:
+    import torch
+    import triton
+
+    from . import __version__
+
+    return {"torch": torch.__version__, "triton": triton.__version__, "jitdtypes": __version__}
+
+
+def cmd_cache_verify(args) -> int:
+    from cache_tools import inventory
+
+    damaged = inventory.verify(fix=args.fix)
+    total = len(inventory.scan()) + (len(damaged) if args.fix else 0)
+    for item in damaged:
+        print(f"{'removed' if args.fix else 'damaged'} {item['path']}: {item['problem']}")
+    print(f"{total} entries checked, {len(damaged)} damaged" + (", removed (they regenerate on next use)"
+                                                                   if args.fix and damaged else ""))
+    return 1 if damaged and not args.fix else 0
+
+
+def cmd_demo(args) -> int:
+    from . import demo
+
+    return demo.run()
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jitdtypes import __version__, dtypes
 
@@ -50,6 +201,40 @@ def build_parser() -> argparse.ArgumentParser:
     ops.add_argument("--path", choices=["native", "template", "upcast"])
     ops.add_argument("--json", action="store_true", help="a JSON list of objects instead of a table")
     ops.set_defaults(run=cmd_ops)
+
+    complex_names = sorted(n for n, d in dtypes.BY_NAME.items() if d.is_complex)
+    warm = commands.add_parser("warm", help="generate (and on CUDA compile) every template kernel for a dtype")
+    warm.add_argument("--dtype", required=True, choices=complex_names + ["all"])
+    warm.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available, else cpu")
+    warm.add_argument("--ops", help="comma-separated template ops (exp,mul,matmul,...); default: all")
+    warm.set_defaults(run=cmd_warm)
+
+    cache = commands.add_parser("cache", help="inspect and clean the kernel cache").add_subparsers(
+        dest="cache_command", required=True)
+    info = cache.add_parser("info", help="directory, entries, bytes, versions seen")
+    info.add_argument("--json", action="store_true")
+    info.set_defaults(run=cmd_cache_info)
+    listing = cache.add_parser("list", help="one row per entry")
+    listing.add_argument("--dtype", choices=complex_names)
+    listing.add_argument("--op")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(run=cmd_cache_list)
+    show = cache.add_parser("show", help="metadata and source of one entry")
+    show.add_argument("key", help="a key or an unambiguous prefix")
+    show.set_defaults(run=cmd_cache_show)
+    clean = cache.add_parser("clean", help="remove entries")
+    clean.add_argument("--all", action="store_true", help="everything, discovery results included")
+    clean.add_argument("--older-than", metavar="AGE", help="not used for AGE (30d, 12h, 45m, 90s)")
+    clean.add_argument("--dtype", choices=complex_names)
+    clean.add_argument("--stale", action="store_true", help="made by other torch/triton/jitdtypes versions")
+    clean.add_argument("--dry-run", action="store_true", help="print what would be removed")
+    clean.set_defaults(run=cmd_cache_clean)
+    verify = cache.add_parser("verify", help="check every entry's content hash, metadata and permissions")
+    verify.add_argument("--fix", action="store_true", help="remove damaged entries (they regenerate on use)")
+    verify.set_defaults(run=cmd_cache_verify)
+
+    demo = commands.add_parser("demo", help="ops plain PyTorch rejects, working, with their path and time")
+    demo.set_defaults(run=cmd_demo)
     return parser
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from cache_tools.store import CorruptEntry, Entry, KernelStore
+from cache_tools.store import CorruptEntry, Entry, InsecureEntry, KernelStore
 from kernels_templates import common
 
 from . import __version__
@@ -36,7 +36,8 @@ FAMILIES = ("unary", "binary", "ternary", "reductions", "scans", "matmul", "fft"
 UPCAST, TRITON_INTERPRET = "upcast", "triton-interpret"
 CPU_BACKENDS = (UPCAST, TRITON_INTERPRET)
 
-counters: Counter = Counter()  # "generated", "read_from_cache", "regenerated_corrupt", "loaded"
+counters: Counter = Counter()  # generated, read_from_cache, regenerated_corrupt, in_memory, loaded
+_warned: set[str] = set()
 _loaded: dict[tuple, object] = {}
 _lock = threading.RLock()
 _cpu_backend = UPCAST
@@ -148,24 +149,27 @@ def _render(family: str, params: dict) -> str:
     return importlib.import_module(f"kernels_templates.{family}").render(params)
 
 
-def _entry(store: KernelStore, family: str, params: dict, device_type: str) -> Entry:
-    """Check, lock, check again: a cached entry whose content hash verifies, else a freshly rendered one."""
+def ensure_source(store: KernelStore, family: str, params: dict, device_type: str) -> tuple[Entry, bool]:
+    """Check, lock, check again: (the cached entry, False) if its content hash verifies, else (a freshly
+    rendered and written one, True). Raises OSError when the cache cannot be written and InsecureEntry when
+    the entry is not private to this user."""
     key = kernel_key(family, params, device_type)
     entry, corrupt = _verified(store, key, warn=True)
     if entry is not None:
         counters["read_from_cache"] += 1
         store.touch(entry)
-        return entry
+        return entry, False
     with store.lock(key):
         entry, _ = _verified(store, key, warn=not corrupt)
-        if entry is None:
-            environment = _environment(family, params, device_type)
-            meta = {**{k: v for k, v in environment.items() if k != "params"}, "params": params,
-                    "op": params["op"], "dtype": params.get("dtype"), "layout": params.get("layout", "interleaved")}
-            entry = store.write(key, _render(family, params), meta)
-            counters["generated"] += 1
-            log.info("jitdtypes: generated %s/%s (%s) -> %s", family, params["op"], params.get("dtype"), entry.directory)
-        return entry
+        if entry is not None:
+            return entry, False
+        environment = _environment(family, params, device_type)
+        meta = {**{k: v for k, v in environment.items() if k != "params"}, "params": params,
+                "op": params["op"], "dtype": params.get("dtype"), "layout": params.get("layout", "interleaved")}
+        entry = store.write(key, _render(family, params), meta)
+        counters["generated"] += 1
+        log.info("jitdtypes: generated %s/%s (%s) -> %s", family, params["op"], params.get("dtype"), entry.directory)
+        return entry, True
 
 
 def _verified(store: KernelStore, key: str, warn: bool) -> tuple[Entry | None, bool]:
@@ -179,17 +183,32 @@ def _verified(store: KernelStore, key: str, warn: bool) -> tuple[Entry | None, b
         return None, True
 
 
+def _warn_once(kind: str, message: str, *args) -> None:
+    if kind not in _warned:
+        _warned.add(kind)
+        log.warning(message, *args)
+
+
+def _in_memory(family: str, params: dict, device_type: str) -> tuple[str, str, str]:
+    """(source, filename, key) of a kernel rendered into a private temporary directory."""
+    counters["in_memory"] += 1
+    source, key = _render(family, params), kernel_key(family, params, device_type)
+    private = Path(tempfile.mkdtemp(prefix="jitdtypes-kernel-"))  # mode 0700
+    (private / "kernel.py").write_text(source)  # compiled Triton reads its source back from a file
+    return source, str(private / "kernel.py"), key
+
+
 def _build(family: str, device_type: str, params: dict):
-    store = KernelStore()
     try:
-        entry = _entry(store, family, params, device_type)
+        entry, _ = ensure_source(KernelStore(), family, params, device_type)
         source, filename, key = entry.source, str(entry.source_path), entry.key
-    except OSError as exc:  # no usable cache directory: the kernel lives in memory
-        log.warning("jitdtypes: kernel cache unavailable (%s); generating in memory", exc)
-        source, key = _render(family, params), kernel_key(family, params, device_type)
-        private = Path(tempfile.mkdtemp(prefix="jitdtypes-kernel-"))
-        (private / "kernel.py").write_text(source)  # compiled Triton reads its source back from a file
-        filename = str(private / "kernel.py")
+    except InsecureEntry as exc:
+        _warn_once("insecure", "jitdtypes: not importing from the kernel cache (%s); kernels are generated in "
+                   "memory", exc)
+        source, filename, key = _in_memory(family, params, device_type)
+    except OSError as exc:  # read-only or full: the kernel lives in memory
+        _warn_once("unwritable", "jitdtypes: kernel cache not writable (%s); kernels are generated in memory", exc)
+        source, filename, key = _in_memory(family, params, device_type)
     name = re.sub(r"\W", "_", f"{family}_{params['op']}_{key[:16]}")
     module = common.exec_source(source, f"jitdtypes_kernels.{name}", filename=filename)
     counters["loaded"] += 1

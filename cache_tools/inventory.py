@@ -1,0 +1,153 @@
+"""What the cache holds, and the operations on it behind `jitdtypes cache ...`: scan, info, list, verify,
+clean. Everything here tolerates damaged entries (it reports them) and never imports cached code."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+
+from . import locations
+from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
+
+VERSION_FIELDS = ("torch", "triton", "jitdtypes")
+
+
+@dataclasses.dataclass
+class Record:
+    """One kernel entry as found on disk: its metadata when readable, and what is wrong with it if anything."""
+
+    key: str
+    directory: Path
+    meta: dict
+    problem: str | None
+    bytes: int
+
+    def row(self) -> dict:
+        meta = self.meta
+        return {
+            "key": self.key, "family": meta.get("family"), "op": meta.get("op"), "dtype": meta.get("dtype"),
+            "layout": meta.get("layout"), "device": meta.get("device"), "bytes": self.bytes,
+            "created": meta.get("created"), "last_used": meta.get("last_used"),
+            **{field: meta.get(field) for field in VERSION_FIELDS},
+            "path": str(self.directory / SOURCE), "problem": self.problem,
+        }
+
+
+def _size(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file()) if directory.is_dir() else 0
+
+
+def scan(root: Path | None = None) -> list[Record]:
+    """Every kernel entry under the cache root, damaged ones included (with `problem` set)."""
+    store = KernelStore(root or locations.cache_root())
+    records = []
+    if not store.root.is_dir():
+        return records
+    for shard in sorted(p for p in store.root.iterdir() if p.is_dir()):
+        for directory in sorted(p for p in shard.iterdir() if p.is_dir()):
+            key, problem, meta = directory.name, None, {}
+            try:
+                meta = json.loads((directory / META).read_text())
+                if not isinstance(meta, dict):
+                    meta, problem = {}, "metadata is not a JSON object"
+            except (OSError, ValueError) as exc:
+                problem = f"metadata unreadable: {type(exc).__name__}"
+            if problem is None:
+                try:
+                    store.read(key)
+                except (CorruptEntry, InsecureEntry, OSError) as exc:
+                    problem = str(exc).replace(f"{directory}: ", "")
+            records.append(Record(key, directory, meta, problem, _size(directory)))
+    return records
+
+
+def discovery_files(root: Path | None = None) -> list[dict]:
+    folder = (root or locations.cache_root()) / "discovery"
+    files = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            record = json.loads(path.read_text())
+            summary = {"device_type": record.get("device_type"), "torch": record.get("torch"),
+                       "jitdtypes": record.get("jitdtypes"), "overrides": len(record.get("findings", []))}
+        except (OSError, ValueError, AttributeError):
+            summary = {"problem": "unreadable"}
+        files.append({"path": str(path), "bytes": path.stat().st_size, "created": path.stat().st_mtime, **summary})
+    return files
+
+
+def info(root: Path | None = None) -> dict:
+    root = root or locations.cache_root()
+    records = scan(root)
+    versions: dict[tuple, int] = {}
+    for record in records:
+        version = tuple(record.meta.get(field) for field in VERSION_FIELDS)
+        versions[version] = versions.get(version, 0) + 1
+    discovery = discovery_files(root)
+    return {
+        "dir": str(root),
+        "entries": len(records),
+        "bytes": sum(r.bytes for r in records) + sum(d["bytes"] for d in discovery),
+        "kernel_bytes": sum(r.bytes for r in records),
+        "damaged": sum(r.problem is not None for r in records),
+        "versions": [dict(zip(VERSION_FIELDS, v), entries=n) for v, n in sorted(versions.items(), key=str)],
+        "discovery": discovery,
+    }
+
+
+def verify(root: Path | None = None, fix: bool = False) -> list[dict]:
+    """The damaged entries (content hash, metadata, ownership/permissions); with fix, they are removed."""
+    damaged = [r for r in scan(root) if r.problem is not None]
+    if fix:
+        for record in damaged:
+            shutil.rmtree(record.directory, ignore_errors=True)
+    return [{"key": r.key, "path": str(r.directory), "problem": r.problem, "removed": fix} for r in damaged]
+
+
+def parse_age(text: str) -> float:
+    """'30d', '12h', '45m', '90s' -> seconds."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    if not text or text[-1] not in units or not text[:-1].replace(".", "", 1).isdigit():
+        raise ValueError(f"not an age like 30d, 12h, 45m or 90s: {text!r}")
+    return float(text[:-1]) * units[text[-1]]
+
+
+def clean(
+    root: Path | None = None, *, everything: bool = False, older_than_s: float | None = None,
+    dtype: str | None = None, stale_for: dict | None = None, dry_run: bool = False,
+) -> list[dict]:
+    """Remove entries matching any given criterion; returns what was (or, dry run, would be) removed.
+
+    stale_for: the current {"torch", "triton", "jitdtypes"} versions; entries made by others are stale, as
+    are discovery results of other torch builds or jitdtypes versions."""
+    root = root or locations.cache_root()
+    now = time.time()
+    chosen = []
+    for record in scan(root):
+        meta = record.meta
+        reasons = []
+        if everything:
+            reasons.append("all")
+        if older_than_s is not None and now - float(meta.get("last_used") or 0) > older_than_s:
+            reasons.append("unused")
+        if dtype is not None and meta.get("dtype") == dtype:
+            reasons.append(f"dtype {dtype}")
+        if stale_for is not None and any(meta.get(f) != stale_for.get(f) for f in VERSION_FIELDS):
+            reasons.append("stale")
+        if reasons:
+            chosen.append({"path": str(record.directory), "key": record.key, "bytes": record.bytes,
+                           "op": meta.get("op"), "dtype": meta.get("dtype"), "reason": ", ".join(reasons)})
+    for found in discovery_files(root):
+        stale = stale_for is not None and (found.get("torch") != stale_for.get("torch")
+                                          or found.get("jitdtypes") != stale_for.get("jitdtypes"))
+        old = older_than_s is not None and now - found["created"] > older_than_s
+        if everything or stale or old:
+            chosen.append({"path": found["path"], "key": None, "bytes": found["bytes"], "op": "discovery",
+                           "dtype": None, "reason": "all" if everything else "stale" if stale else "unused"})
+    if not dry_run:
+        for item in chosen:
+            path = Path(item["path"])
+            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+    return chosen
