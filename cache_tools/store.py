@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -93,12 +94,17 @@ class KernelStore:
         return Entry(key, directory, source, meta)
 
     def write(self, key: str, source: str, meta: dict) -> Entry:
+        """Write an entry (callers hold its lock); on failure (full disk, read-only) nothing half-written stays."""
         directory = locations.ensure_dir(self.directory(key))
         now = time.time()
         meta = {**meta, "key": key, "sha256": sha256(source), "bytes": len(source.encode()),
                 "created": now, "last_used": now}
-        atomic.write_text(directory / SOURCE, source)
-        atomic.write_text(directory / META, json.dumps(meta, indent=1, sort_keys=True))
+        try:
+            atomic.write_text(directory / SOURCE, source)
+            atomic.write_text(directory / META, json.dumps(meta, indent=1, sort_keys=True))
+        except OSError:
+            shutil.rmtree(directory, ignore_errors=True)
+            raise
         return Entry(key, directory, source, meta)
 
     def touch(self, entry: Entry) -> None:

@@ -10,12 +10,14 @@ __version__ = "0.1.0"
 import contextlib
 import logging
 import os
+import sys
 import threading
 
 import torch
 
+# No NullHandler on purpose: without logging configured, warnings (first-import probing, an unusable cache)
+# reach stderr through logging's last-resort handler; configure the "jitdtypes" logger to change that.
 log = logging.getLogger("jitdtypes")
-log.addHandler(logging.NullHandler())
 
 _lock = threading.RLock()
 _registration = None
@@ -110,5 +112,7 @@ def _row(key, support, path, seen) -> dict:
 
 if os.environ.get("JITDTYPES_CPU_BACKEND"):
     set_cpu_backend(os.environ["JITDTYPES_CPU_BACKEND"])
-if os.environ.get("JITDTYPES_DISABLE", "").strip() in ("", "0"):
+# The `jitdtypes` command installs the overrides only for the subcommands that use them (not `cache ...`).
+_is_cli = os.path.basename(sys.argv[0] if sys.argv else "") == "jitdtypes"
+if os.environ.get("JITDTYPES_DISABLE", "").strip() in ("", "0") and not _is_cli:
     enable()

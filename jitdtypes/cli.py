@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 
@@ -15,9 +16,17 @@ def _print_table(rows: list[dict], columns: list[str]) -> None:
         print("  ".join(str(row[c]).ljust(widths[c]) for c in columns).rstrip())
 
 
+def _enable_unless_disabled() -> None:
+    import jitdtypes
+
+    if os.environ.get("JITDTYPES_DISABLE", "").strip() in ("", "0"):
+        jitdtypes.enable()
+
+
 def cmd_ops(args) -> int:
     import jitdtypes
 
+    _enable_unless_disabled()
     rows = jitdtypes.stats()
     if args.dtype:
         rows = [r for r in rows if r["dtype"] == args.dtype]
@@ -185,6 +194,7 @@ def cmd_cache_verify(args) -> int:
 def cmd_demo(args) -> int:
     from . import demo
 
+    _enable_unless_disabled()
     return demo.run()
 
 

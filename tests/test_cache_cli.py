@@ -1,0 +1,125 @@
+"""`jitdtypes warm` and `jitdtypes cache ...` through the console script, on a private cache directory."""
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import DISCOVERY_CACHE
+
+
+def jitdtypes_cli(cache: Path, *args, check_rc=0):
+    env = {**os.environ, "JITDTYPES_CACHE_DIR": str(cache)}
+    run = subprocess.run(["jitdtypes", *args], env=env, capture_output=True, text=True, timeout=600)
+    if check_rc is not None:
+        assert run.returncode == check_rc, run.stdout + run.stderr
+    return run
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A cache holding this torch build's discovery results and no kernels."""
+    root = tmp_path / "cache"
+    root.mkdir(mode=0o700)
+    shutil.copytree(DISCOVERY_CACHE / "discovery", root / "discovery")
+    return root
+
+
+def _warm(cache, ops="exp,mul,cumsum"):
+    return jitdtypes_cli(cache, "warm", "--dtype", "all", "--device", "cpu", "--ops", ops)
+
+
+def test_warm_generates_then_finds_everything_cached(cache):
+    first = _warm(cache)
+    summary = first.stdout.strip().splitlines()[-1]
+    assert summary.startswith("warm bcomplex32,complex32 on cpu: ") and "failed 0" in summary
+    total = int(summary.split(": ")[1].split()[0])
+    assert f"generated {total}, already cached 0" in summary and total >= 6
+    second = _warm(cache).stdout.strip().splitlines()[-1]
+    assert f"generated 0, already cached {total}" in second
+    bad = jitdtypes_cli(cache, "warm", "--dtype", "complex32", "--ops", "nonsense", check_rc=2)
+    assert "unknown ops" in bad.stderr
+
+
+def test_info_list_show(cache):
+    _warm(cache, ops="exp,sum")
+    info = json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)
+    assert info["dir"] == str(cache) and info["entries"] > 0 and info["bytes"] > info["kernel_bytes"] > 0
+    assert info["damaged"] == 0 and info["versions"][0]["entries"] == info["entries"]
+    assert info["discovery"] and info["discovery"][0]["device_type"] == "cpu"
+    text = jitdtypes_cli(cache, "cache", "info").stdout
+    assert text.splitlines()[0] == f"directory  {cache}" and f"{info['entries']} entries" in text
+
+    rows = json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)
+    assert len(rows) == info["entries"]
+    for row in rows:
+        assert {"key", "op", "dtype", "path", "bytes", "last_used"} <= row.keys()
+        assert Path(row["path"]).is_file() and row["bytes"] > 0 and row["op"] in ("exp", "sum")
+    only = json.loads(jitdtypes_cli(cache, "cache", "list", "--json", "--dtype", "bcomplex32", "--op", "exp").stdout)
+    assert only and all(r["dtype"] == "bcomplex32" and r["op"] == "exp" for r in only)
+    table = jitdtypes_cli(cache, "cache", "list").stdout.splitlines()
+    assert table[0].split()[:4] == ["key", "family", "op", "dtype"] and table[-1] == f"{len(rows)} entries"
+
+    shown = jitdtypes_cli(cache, "cache", "show", rows[0]["key"][:12]).stdout
+    meta = json.loads(shown.split("\n\n", 1)[0])
+    assert meta["key"] == rows[0]["key"] and "@triton.jit" in shown and "def run(" in shown
+    jitdtypes_cli(cache, "cache", "show", "ffffffffffff", check_rc=1)
+
+
+def test_clean_by_dtype_age_staleness_and_all(cache):
+    _warm(cache, ops="exp")
+    rows = json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)
+    dry = jitdtypes_cli(cache, "cache", "clean", "--dtype", "complex32", "--dry-run").stdout
+    assert "would remove" in dry and len(json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)) == len(rows)
+    removed = jitdtypes_cli(cache, "cache", "clean", "--dtype", "complex32").stdout
+    complex32_bytes = sum(r["bytes"] for r in rows if r["dtype"] == "complex32")
+    assert removed.strip().splitlines()[-1] == (f"removed {sum(r['dtype'] == 'complex32' for r in rows)} entries, "
+                                                f"{complex32_bytes:,} bytes freed")
+    left = json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)
+    assert left and all(r["dtype"] == "bcomplex32" for r in left)
+
+    # an entry made by another torch version is stale; entries unused for an hour are old
+    meta_path = Path(left[0]["path"]).with_name("meta.json")
+    meta = json.loads(meta_path.read_text())
+    meta_path.write_text(json.dumps({**meta, "torch": "1.0.0", "last_used": time.time() - 7200}))
+    stale = jitdtypes_cli(cache, "cache", "clean", "--stale").stdout
+    assert "stale" in stale and meta["key"] not in json.dumps(json.loads(
+        jitdtypes_cli(cache, "cache", "list", "--json").stdout))
+    assert "removed 0 entries" in jitdtypes_cli(cache, "cache", "clean", "--older-than", "30d").stdout
+    assert jitdtypes_cli(cache, "cache", "clean", "--older-than", "soon", check_rc=2).stderr
+    jitdtypes_cli(cache, "cache", "clean", check_rc=2)  # nothing asked for
+
+    everything = jitdtypes_cli(cache, "cache", "clean", "--all").stdout
+    assert "discovery" in everything
+    assert json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)["entries"] == 0
+
+
+def test_verify_finds_and_fixes_damage(cache):
+    _warm(cache, ops="exp")
+    assert jitdtypes_cli(cache, "cache", "verify").stdout.strip().endswith("0 damaged")
+    rows = json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)
+    truncated, garbled, bad_meta = (Path(r["path"]) for r in rows[:3])
+    truncated.write_text(truncated.read_text()[:100])
+    garbled.write_bytes(b"\xff\xfe not python \x00")
+    bad_meta.with_name("meta.json").write_text("{ not json")
+    report = jitdtypes_cli(cache, "cache", "verify", check_rc=1).stdout
+    assert report.count("damaged ") == 3 and "3 damaged" in report
+    # the CLI keeps working on a damaged cache
+    listing = jitdtypes_cli(cache, "cache", "list").stdout
+    assert "metadata unreadable" in listing and "does not match its recorded sha256" in listing
+    assert json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)["damaged"] == 3
+    fixed = jitdtypes_cli(cache, "cache", "verify", "--fix").stdout
+    assert "removed (they regenerate on next use)" in fixed
+    assert jitdtypes_cli(cache, "cache", "verify").stdout.strip().endswith("0 damaged")
+
+
+def test_demo_runs(cache):
+    demo = jitdtypes_cli(cache, "demo").stdout
+    lines = demo.splitlines()
+    assert lines[0].startswith("jitdtypes ") and "demo on cpu" in lines[0]
+    assert any("torch.exp(z)" in line and "NotImplementedError" in line and "upcast" in line for line in lines)
+    assert not any("FAILED" in line for line in lines)
