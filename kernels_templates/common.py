@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import linecache
-import os
 import string
 import types
 import warnings
