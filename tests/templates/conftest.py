@@ -47,3 +47,15 @@ def assert_close_16bit(actual, expected, dtype_name, ulps=2.0, scale=None):
     bad = ~(err <= tolerance) & finite  # NaN where the reference is finite counts as bad
     assert not bad.any(), f"max err {err[finite].max().item():.3g} at tol {tolerance.max().item():.3g}"
     assert torch.equal(torch.isfinite(a.abs() if a.is_complex() else a)[~finite], torch.zeros_like(bad)[~finite])
+
+
+def elementwise_params(op, dtype, layout="interleaved", out=False, scalars=()):
+    """The params dict the elementwise families (unary, binary, ternary) render from."""
+    return {"op": op, "dtype": dtype, "layout": layout, "out": out, "scalars": list(scalars)}
+
+
+def random_rounded(dtype, shape, scale=1.0, seed=0):
+    """Random complex values in a 16-bit dtype, and the same values in complex128."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.randn(shape, dtype=torch.complex64, generator=g) * scale).to(common.DTYPES[dtype])
+    return x, x.to(torch.complex128)

@@ -10,7 +10,8 @@ import json
 import pytest
 import torch
 
-from conftest import DTYPE_NAMES
+from conftest import DTYPE_NAMES, random_rounded
+from conftest import elementwise_params as params
 from conftest import assert_close_16bit as assert_close
 from kernels_templates import common, elementwise, ternary
 
@@ -19,14 +20,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:triton.runtime.i
 
 
 
-def params(op, dtype, layout="interleaved", out=False, scalars=()):
-    return {"op": op, "dtype": dtype, "layout": layout, "out": out, "scalars": list(scalars)}
-
-
-def random_rounded(dtype, shape, scale=1.0, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    x = (torch.randn(shape, dtype=torch.complex64, generator=g) * scale).to(common.DTYPES[dtype])
-    return x, x.to(torch.complex128)
 
 
 def as_run_args(value, layout):
