@@ -12,6 +12,7 @@ import logging
 import os
 import sys
 import threading
+import warnings
 
 import torch
 
@@ -50,7 +51,9 @@ def enable() -> None:
             if device_type not in _discoveries:
                 _discoveries[device_type] = discovery.load_or_discover(device_type)
         registration = registrar.install({d: found.findings for d, found in _discoveries.items()})
-        registration.keys += entry_points.install(registration.library, list(_discoveries))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+            registration.keys += entry_points.install(registration.library, list(_discoveries))
         _registration = registration
         log.debug("jitdtypes: %d kernels registered", len(registration.keys))
 

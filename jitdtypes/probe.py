@@ -16,6 +16,7 @@ from . import dtypes
 from .schema import OPTIONAL_TENSOR, OTHER, TENSOR_LIST, Overload
 
 SHAPES = ((3, 3), (4, 4), (2, 3, 3), (2, 2, 3, 3), (5,), ())
+SQUARE_SHAPES = ((3, 3), (2, 3, 3))
 SUCCESSES_WANTED = 2  # reference successes per data kind before we stop trying shapes
 
 SUPPORTED, PARTIAL, MISSING = "supported", "partial", "missing"
@@ -91,15 +92,16 @@ def should_probe(info: Overload) -> bool:
     return any(a.kind != OTHER for a in info.args) or info.has_dtype_arg
 
 
-def _data(shape, dtype, device, seed):
+def _data(shape, dtype, device, seed, positive_definite=False):
     # Multiples of 1/8 in [-1, 1]: exactly representable in every 16-bit dtype, so the reference and the
     # 16-bit call see identical values and only the dtype differs.
     gen = torch.Generator().manual_seed(seed)
     real = torch.randint(-8, 9, (2,) + tuple(shape), generator=gen).float() / 8
     real = real + (real == 0).float() * 0.625  # avoid zeros: log, division, reciprocal
-    if dtype.is_complex:
-        return torch.complex(real[0], real[1]).to(device=device, dtype=dtype)
-    return real[0].to(device=device, dtype=dtype)
+    value = torch.complex(real[0], real[1]) if dtype.is_complex else real[0]
+    if positive_definite:  # cholesky & co.: Hermitian, diagonally dominant, still multiples of 1/8
+        value = (value + value.mH) / 8 + 2 * torch.eye(shape[-1])
+    return value.to(device=device, dtype=dtype)
 
 
 def _int_list(arg, shape) -> list[int]:
@@ -130,6 +132,7 @@ class Case:
     vectors: bool = False  # vector-named arguments (vec, tau, pivots) get 1-D shapes
     conj: bool = False  # complex inputs arrive as lazily conjugated views
     real_out: bool = False  # out= tensors of the real counterpart dtype (abs.out, angle.out, ...)
+    positive_definite: bool = False  # square matrices that are Hermitian positive definite
     choice: int = 0  # which value of multiple-choice string arguments (ord="fro" / "nuc", ...)
 
 
@@ -143,6 +146,9 @@ def _cases(info: Overload):
                 for real_out in (False, True) if has_out else (False,):
                     for shape in SHAPES:
                         yield Case(data_dtype, shape, vectors=vectors, real_out=real_out, choice=choice)
+                    for shape in SQUARE_SHAPES:
+                        yield Case(data_dtype, shape, vectors=vectors, real_out=real_out, choice=choice,
+                                   positive_definite=True)
 
 
 def _synthesize(info: Overload, case: Case, device: str):
@@ -190,7 +196,7 @@ def _synthesize_one(arg, case: Case, device, factory, seed, vector):
         elif arg.name in _BOOL_NAMES:
             tensor = torch.ones(shape, dtype=torch.bool, device=device)
         else:
-            tensor = _data(shape, case.data_dtype, device, seed)
+            tensor = _data(shape, case.data_dtype, device, seed, case.positive_definite and len(shape) >= 2)
             if case.conj and tensor.is_complex() and not arg.is_write:
                 tensor = tensor.conj()
         if arg.kind != TENSOR_LIST:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 
 import torch
 
@@ -51,6 +52,14 @@ class Registration:
 
 def install(findings_by_device: dict[str, list[Finding]], registration: Registration | None = None) -> Registration:
     registration = registration or Registration()
+    with warnings.catch_warnings():
+        # overriding PyTorch's kernels is the point; some torch versions warn about it once per process
+        warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+        _install(findings_by_device, registration)
+    return registration
+
+
+def _install(findings_by_device: dict[str, list[Finding]], registration: Registration) -> None:
     for device_type, findings in findings_by_device.items():
         for finding in findings:
             try:
@@ -63,7 +72,6 @@ def install(findings_by_device: dict[str, list[Finding]], registration: Registra
                 kernel = make_kernel(info, original, finding.status, device_type, templates=not key.startswith("Autograd"))
                 registration.library.impl(info.short_name, kernel, key, with_keyset=True)
                 registration.keys.append((finding.overload, key))
-    return registration
 
 
 def planned_path(overload_name: str, device_type: str, support: str) -> str:
