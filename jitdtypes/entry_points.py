@@ -23,10 +23,10 @@ def _check_complex_view(x: torch.Tensor) -> None:
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")
 
 
-def _view_as_complex_kernel(original):
+def _view_as_complex_kernel(original, keyset):
     call_native = original.call_boxed
 
-    def view_as_complex(keyset, x):
+    def view_as_complex(x):
         if x.dtype is not torch.bfloat16:
             return call_native(keyset, x)
         _check_complex_view(x)
@@ -35,7 +35,7 @@ def _view_as_complex_kernel(original):
     return view_as_complex
 
 
-# (overload, dispatch keys, kernel factory taking the original kernel)
+# (overload, dispatch keys, kernel factory taking the original kernel and the constant keyset to call it with)
 ENTRY_POINTS = (
     ("aten::view_as_complex", ("CPU", "CUDA", "Meta"), _view_as_complex_kernel),
 )
@@ -50,7 +50,8 @@ def install(library: torch.library.Library, device_types) -> list[tuple[str, str
         for key in keys:
             if key.upper() not in wanted:
                 continue
-            kernel = factory(torch.library.get_kernel(name, key))
-            library.impl(name.removeprefix("aten::"), kernel, key, with_keyset=True)
+            keyset = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, key))
+            kernel = factory(torch.library.get_kernel(name, key), keyset)
+            library.impl(name.removeprefix("aten::"), kernel, key)
             registered.append((name, key))
     return registered
