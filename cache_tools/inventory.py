@@ -116,12 +116,13 @@ def parse_age(text: str) -> float:
 
 def clean(
     root: Path | None = None, *, everything: bool = False, older_than_s: float | None = None,
-    dtype: str | None = None, stale_for: dict | None = None, dry_run: bool = False,
+    dtype: str | None = None, stale_for: dict | None = None, current_discovery: set[str] | None = None,
+    dry_run: bool = False,
 ) -> list[dict]:
     """Remove entries matching any given criterion; returns what was (or, dry run, would be) removed.
 
     stale_for: the current {"torch", "triton", "jitdtypes"} versions; entries made by others are stale, as
-    are discovery results of other torch builds or jitdtypes versions."""
+    are discovery results other than `current_discovery` (the paths this build and jitdtypes would use)."""
     root = root or locations.cache_root()
     now = time.time()
     chosen = []
@@ -140,8 +141,7 @@ def clean(
             chosen.append({"path": str(record.directory), "key": record.key, "bytes": record.bytes,
                            "op": meta.get("op"), "dtype": meta.get("dtype"), "reason": ", ".join(reasons)})
     for found in discovery_files(root):
-        stale = stale_for is not None and (found.get("torch") != stale_for.get("torch")
-                                          or found.get("jitdtypes") != stale_for.get("jitdtypes"))
+        stale = stale_for is not None and found["path"] not in (current_discovery or set())
         old = older_than_s is not None and now - found["created"] > older_than_s
         if everything or stale or old:
             chosen.append({"path": found["path"], "key": None, "bytes": found["bytes"], "op": "discovery",
@@ -149,5 +149,9 @@ def clean(
     if not dry_run:
         for item in chosen:
             path = Path(item["path"])
-            shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+                Path(f"{path}.lock").unlink(missing_ok=True)
     return chosen

@@ -159,8 +159,12 @@ def cmd_cache_clean(args) -> int:
     except ValueError as exc:
         print(f"jitdtypes cache clean: {exc}", file=sys.stderr)
         return 2
+    from . import discovery
+
+    current = {str(discovery.cache_path(device)) for device in ("cpu", "cuda")}
     removed = inventory.clean(everything=args.all, older_than_s=older, dtype=args.dtype,
-                              stale_for=_current_versions() if args.stale else None, dry_run=args.dry_run)
+                              stale_for=_current_versions() if args.stale else None, current_discovery=current,
+                              dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for item in removed:
         label = f"{item['op']} {item['dtype'] or ''}".strip()

@@ -94,9 +94,11 @@ def test_clean_by_dtype_age_staleness_and_all(cache):
     meta_path = Path(left[0]["path"]).with_name("meta.json")
     meta = json.loads(meta_path.read_text())
     meta_path.write_text(json.dumps({**meta, "torch": "1.0.0", "last_used": time.time() - 7200}))
+    (cache / "discovery" / "cpu-torch1.0.0-0000000000000000.json").write_text('{"torch": "1.0.0"}')
     stale = jitdtypes_cli(cache, "cache", "clean", "--stale").stdout
     assert "stale" in stale and meta["key"] not in json.dumps(json.loads(
         jitdtypes_cli(cache, "cache", "list", "--json").stdout))
+    assert "torch1.0.0" in stale and len(list((cache / "discovery").glob("*.json"))) == 1  # the current one stays
     assert "removed 0 entries" in jitdtypes_cli(cache, "cache", "clean", "--older-than", "30d").stdout
     assert jitdtypes_cli(cache, "cache", "clean", "--older-than", "soon", check_rc=2).stderr
     jitdtypes_cli(cache, "cache", "clean", check_rc=2)  # nothing asked for
