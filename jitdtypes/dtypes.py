@@ -9,7 +9,6 @@ BCOMPLEX32 = getattr(torch, "bcomplex32", None)
 COMPLEX_TARGETS: tuple[torch.dtype, ...] = (torch.complex32,) + ((BCOMPLEX32,) if BCOMPLEX32 else ())
 # Real 16-bit inputs are targets only for ops that turn real into complex (fft, rfft, stft, complex, polar).
 REAL_TARGETS: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
-TARGETS = COMPLEX_TARGETS + REAL_TARGETS
 
 COMPUTE_DTYPE = {
     torch.complex32: torch.complex64,
@@ -33,15 +32,6 @@ NAMES = {torch.complex32: "complex32", torch.float16: "float16", torch.bfloat16:
 if BCOMPLEX32:
     NAMES[BCOMPLEX32] = "bcomplex32"
 BY_NAME = {name: dtype for dtype, name in NAMES.items()}
-
-
-def parse(name: str) -> torch.dtype:
-    """'complex32' / 'torch.complex32' / 'chalf' -> torch.dtype, limited to the dtypes jitdtypes serves."""
-    key = name.removeprefix("torch.")
-    key = {"chalf": "complex32", "half": "float16", "bf16": "bfloat16"}.get(key, key)
-    if key not in BY_NAME:
-        raise ValueError(f"unknown or unsupported dtype {name!r}; choose from {sorted(BY_NAME)}")
-    return BY_NAME[key]
 
 
 def _to_complex(dtype: torch.dtype) -> torch.dtype:

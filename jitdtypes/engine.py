@@ -87,7 +87,15 @@ def has_template(overload_name: str) -> bool:
 
 def adapter_for(overload_name: str, device_type: str):
     """A callable (args, kwargs) -> result or NotImplemented for this overload on this device, or None."""
-    if not uses_templates(device_type) or overload_name not in _adapters():
+    if not uses_templates(device_type):
+        return None
+    return _bound_adapter(overload_name, device_type)
+
+
+@functools.lru_cache(maxsize=None)
+def _bound_adapter(overload_name: str, device_type: str):
+    # built once per (overload, device): routed calls should not pay for closures
+    if overload_name not in _adapters():
         return None
     family, adapter = _adapters()[overload_name]
     load = functools.partial(load_kernel, family, device_type)

@@ -28,10 +28,6 @@ class Arg:
     default: object
     fixed_length: int | None  # int[2] -> 2
 
-    @property
-    def is_tensorlike(self) -> bool:
-        return self.kind != OTHER
-
 
 @dataclasses.dataclass(frozen=True)
 class Overload:
@@ -111,17 +107,3 @@ def overload(full_name: str) -> Overload:
 
 def all_aten_overloads() -> list[str]:
     return sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
-
-
-def bind(info: Overload, args: tuple, kwargs: dict) -> dict[str, object]:
-    """Name every argument of a dispatcher call (trailing defaults may be omitted by the caller)."""
-    bound = {}
-    positional = info.positional
-    for arg, value in zip(positional, args):
-        bound[arg.name] = value
-    for arg in info.args:
-        if arg.name in kwargs:
-            bound[arg.name] = kwargs[arg.name]
-        elif arg.name not in bound and arg.has_default:
-            bound[arg.name] = arg.default
-    return bound
