@@ -136,3 +136,14 @@ def plain_16bit_complex(t) -> str | None:
 
 def shares_memory(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def plain_self_call(name: str, args: tuple, kwargs: dict):
+    """(bound call, self, self's dtype name) when self is a plain 16-bit complex tensor and any dtype=
+    argument is self's own dtype; None otherwise (the adapter then declines)."""
+    call = bind(name, args, kwargs)
+    x = call["self"]
+    dtype = plain_16bit_complex(x)
+    if dtype is None or call.get("dtype") not in (None, x.dtype):
+        return None
+    return call, x, dtype

@@ -420,11 +420,10 @@ def _correction(call: dict) -> float:
 
 def _reduction_adapter(op: str, name: str):
     def adapter(load, args, kwargs, device_type):
-        call = common.bind(name, args, kwargs)
-        x = call["self"]
-        dtype = common.plain_16bit_complex(x)
-        if dtype is None or call.get("dtype") not in (None, x.dtype):
+        plain = common.plain_self_call(name, args, kwargs)
+        if plain is None:
             return NotImplemented
+        call, x, dtype = plain
         dims = _reduced_dims(x, call.get("dim"))
         if dims is None:
             return NotImplemented

@@ -179,11 +179,10 @@ def _scan_adapter(op: str, name: str):
     with_out = name.endswith(".out")
 
     def adapter(load, args, kwargs, device_type):
-        call = common.bind(name, args, kwargs)
-        x = call["self"]
-        dtype = common.plain_16bit_complex(x)
-        if dtype is None or call.get("dtype") not in (None, x.dtype):
+        plain = common.plain_self_call(name, args, kwargs)
+        if plain is None:
             return NotImplemented
+        call, x, dtype = plain
         dim = _scan_dim(x, call["dim"])
         if dim is None:
             return NotImplemented

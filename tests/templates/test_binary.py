@@ -166,12 +166,6 @@ def test_rejects_all_scalar_operands():
 
 # -- ATen adapters -----------------------------------------------------------------------------------------
 
-def test_adapter_names_are_real_overloads():
-    for name in binary.ATEN:
-        op, _, overload = name.partition(".")
-        torch._C._get_schema(op, overload)
-
-
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_adapters_functional_inplace_out(load, dtype):
     loader, aten = load("binary"), binary.ATEN

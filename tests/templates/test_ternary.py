@@ -126,12 +126,6 @@ def test_every_variant_renders_a_custom_op_module(dtype):
 
 # -- ATen adapters -----------------------------------------------------------------------------------------
 
-def test_adapter_names_are_real_overloads():
-    for name in ternary.ATEN:
-        op, _, overload = name.partition(".")
-        torch._C._get_schema(op, overload)
-
-
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_adapters_functional_inplace_out(load, dtype):
     loader, aten = load("ternary"), ternary.ATEN
