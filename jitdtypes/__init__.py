@@ -12,7 +12,6 @@ import logging
 import os
 import sys
 import threading
-import warnings
 
 import torch
 
@@ -39,23 +38,23 @@ def _device_types() -> list[str]:
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
 
 
-def enable() -> None:
-    """Install the overrides (idempotent)."""
+def enable(guard: str | None = None) -> None:
+    """Install the overrides (idempotent). `guard`: "compiled", "python" or "auto" (default: the
+    JITDTYPES_GUARD environment variable, else auto: compiled when a C++ compiler can build it)."""
     global _registration
-    from . import discovery, entry_points, registrar
+    from . import discovery, native_guard, registrar
 
     with _lock:
         if _registration is not None:
-            return
+            if guard in (None, native_guard.AUTO) or guard == _registration.guard:
+                return
+            disable()
         for device_type in _device_types():
             if device_type not in _discoveries:
                 _discoveries[device_type] = discovery.load_or_discover(device_type)
-        registration = registrar.install({d: found.findings for d, found in _discoveries.items()})
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
-            registration.keys += entry_points.install(registration.library, list(_discoveries))
-        _registration = registration
-        log.debug("jitdtypes: %d kernels registered", len(registration.keys))
+        chosen = native_guard.resolve(guard)
+        _registration = registrar.install({d: found.findings for d, found in _discoveries.items()}, chosen)
+        log.debug("jitdtypes: %d kernels registered (%s guard)", len(_registration.keys), chosen)
 
 
 def disable() -> None:
@@ -71,17 +70,22 @@ def is_enabled() -> bool:
     return _registration is not None
 
 
+def guard() -> str | None:
+    """The dispatch guard in front of PyTorch's kernels: "compiled", "python", or None when disabled."""
+    return _registration.guard if _registration is not None else None
+
+
 @contextlib.contextmanager
 def disabled():
     """`with jitdtypes.disabled():` runs its body on plain PyTorch, then restores the previous state."""
     with _lock:
-        was_enabled = is_enabled()
+        previous = guard()
         disable()
     try:
         yield
     finally:
-        if was_enabled:
-            enable()
+        if previous is not None:
+            enable(previous)
 
 
 def stats() -> list[dict]:
@@ -109,7 +113,7 @@ def _row(key, support, path, seen) -> dict:
     op, dtype, device = key
     return {
         "op": op, "dtype": dtype, "device": device, "support": support, "path": path,
-        "calls": sum(seen.values()), "calls_by_path": dict(seen),
+        "calls": sum(seen.values()), "calls_by_path": dict(seen), "guard": guard(),
     }
 
 

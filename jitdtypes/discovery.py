@@ -28,37 +28,12 @@ from filelock import FileLock
 from cache_tools import atomic, locations
 
 from . import __version__, probe, schema
+from .findings import BACKEND, COMPOSITE, Finding, kernel_level
 
 log = logging.getLogger("jitdtypes")
 
 FORMAT = 1
 CHILD_TIMEOUT_S = 900
-BACKEND, COMPOSITE = "backend", "composite"
-
-
-@dataclasses.dataclass
-class Finding:
-    """An overload that needs an override on a device: at its backend key, or also at Autograd (composite)."""
-
-    overload: str
-    level: str
-    status: dict[str, str]  # dtype name -> probe.MISSING / probe.PARTIAL
-    errors: dict[str, str]
-
-    def dispatch_keys(self, device_type: str) -> tuple[str, ...]:
-        backend = device_type.upper()
-        return (f"Autograd{backend}", backend) if self.level == COMPOSITE else (backend,)
-
-
-def kernel_level(full_name: str, device_type: str) -> str:
-    """BACKEND where an override at the backend key takes effect (a backend kernel, or a composite-explicit
-    one, which fills the backend key); COMPOSITE for composite-implicit ops, which run above it."""
-    has = torch._C._dispatch_has_kernel_for_dispatch_key
-    if has(full_name, device_type.upper()) or has(full_name, "CompositeExplicitAutograd") or has(
-        full_name, "CompositeExplicitAutogradNonFunctional"
-    ):
-        return BACKEND
-    return COMPOSITE
 
 
 def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
@@ -68,7 +43,7 @@ def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
 def _source_fingerprint() -> str:
     here = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in ("probe.py", "schema.py", "discovery.py", "dtypes.py", "upcast.py", "registrar.py"):
+    for name in ("probe.py", "schema.py", "discovery.py", "findings.py", "dtypes.py", "upcast.py", "registrar.py"):
         digest.update((here / name).read_bytes())
     return digest.hexdigest()[:16]
 

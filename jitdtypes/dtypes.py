@@ -32,6 +32,10 @@ NAMES = {torch.complex32: "complex32", torch.float16: "float16", torch.bfloat16:
 if BCOMPLEX32:
     NAMES[BCOMPLEX32] = "bcomplex32"
 BY_NAME = {name: dtype for dtype, name in NAMES.items()}
+# c10::toString spellings, as the compiled guard reads them
+SCALAR_TYPE_NAMES = {torch.complex32: "ComplexHalf", torch.float16: "Half", torch.bfloat16: "BFloat16"}
+if BCOMPLEX32:
+    SCALAR_TYPE_NAMES[BCOMPLEX32] = "BComplex32"
 
 
 def _to_complex(dtype: torch.dtype) -> torch.dtype:

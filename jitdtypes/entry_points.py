@@ -35,23 +35,19 @@ def _view_as_complex_kernel(original, keyset):
     return view_as_complex
 
 
-# (overload, dispatch keys, kernel factory taking the original kernel and the constant keyset to call it with)
+# (overload, dispatch keys, kernel factory taking the original kernel and the constant keyset to call it
+# with, the input dtypes the kernel handles itself)
 ENTRY_POINTS = (
-    ("aten::view_as_complex", ("CPU", "CUDA", "Meta"), _view_as_complex_kernel),
+    ("aten::view_as_complex", ("CPU", "CUDA", "Meta"), _view_as_complex_kernel, (torch.bfloat16,)),
 )
 
 
-def install(library: torch.library.Library, device_types) -> list[tuple[str, str]]:
+def entries(backend_keys):
+    """(overload, dispatch key, kernel factory, handled dtypes) to register for these backends (and Meta)."""
     if dtypes.BCOMPLEX32 is None:
-        return []
-    registered = []
-    wanted = {d.upper() for d in device_types} | {"META"}
-    for name, keys, factory in ENTRY_POINTS:
+        return
+    wanted = {k.upper() for k in backend_keys} | {"META"}
+    for name, keys, factory, handled in ENTRY_POINTS:
         for key in keys:
-            if key.upper() not in wanted:
-                continue
-            keyset = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, key))
-            kernel = factory(torch.library.get_kernel(name, key), keyset)
-            library.impl(name.removeprefix("aten::"), kernel, key)
-            registered.append((name, key))
-    return registered
+            if key.upper() in wanted:
+                yield name, key, factory, handled

@@ -1,10 +1,11 @@
-"""Turns findings into torch.library registrations: one generated Python kernel per (overload, dispatch key).
+"""Turns findings into torch.library registrations: a guard per (overload, dispatch key) in front of the
+original kernel (fetched with torch.library.get_kernel before we register).
 
-Each kernel is a guard in front of the original kernel (fetched with torch.library.get_kernel before we
-register). Other dtypes pay one dtype check per tensor argument and the boxed call; calls with a target
-dtype are routed: native first for PARTIAL support, then a generated template kernel or the upcast path.
-The guard is generated as source per schema because a generic loop over arguments costs a measurable
-fraction of a microsecond on every call of every dtype.
+Two guards, one behaviour. The compiled guard (native_guard/guard.cpp) scans the argument stack in C++ and
+sends calls without a target dtype straight to the original kernel. The Python guard is generated as source
+per schema, because a generic loop over arguments costs a measurable fraction of a microsecond on every call
+of every dtype; under the compiled guard it is the router for the calls the C++ side hands over. Calls with
+a target dtype are routed: native first for PARTIAL support, then a template kernel or the upcast path.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import warnings
 
 import torch
 
-from . import dtypes, engine, path_record, upcast
-from .discovery import Finding
+from . import dtypes, engine, entry_points, native_guard, path_record, upcast, wrapped_numbers
+from .findings import BACKEND, Finding
 from .probe import MISSING, PARTIAL
-from .schema import OPTIONAL_TENSOR, TENSOR, TENSOR_LIST, Overload, overload
+from .schema import OPTIONAL_TENSOR, OTHER, TENSOR, TENSOR_LIST, Overload, overload
 
 log = logging.getLogger("jitdtypes")
 
@@ -31,6 +32,10 @@ _DTYPE_ERROR_MARKERS = (
 # it still fails with every other override in place.
 bypassed: frozenset[str] = frozenset()
 
+# copy_ runs under every .to() and clone(): it is guarded only where other dtypes never leave C++. PyTorch
+# copies 16-bit complex tensors itself, except a lazily conjugated bcomplex32 source.
+_COMPILED_GUARD_ONLY = ("aten::copy_",)
+
 
 def looks_like_dtype_error(exc: BaseException) -> bool:
     return isinstance(exc, (NotImplementedError, RuntimeError, TypeError)) and any(
@@ -41,36 +46,77 @@ def looks_like_dtype_error(exc: BaseException) -> bool:
 class Registration:
     """The live registrations; remove() restores PyTorch's own kernels."""
 
-    def __init__(self) -> None:
+    def __init__(self, guard: str = native_guard.PYTHON) -> None:
+        self.guard = guard
         self.library = torch.library.Library("aten", "IMPL")
+        self.compiled = native_guard.GuardLibrary() if guard == native_guard.COMPILED else None
         self.keys: list[tuple[str, str]] = []
+        self.typed: set[tuple[str, str]] = set()  # compiled guards with the operator's unboxed signature
+
+    def register(self, info: Overload, dispatch_key: str, make_python_kernel, missing, partial=()) -> None:
+        """Register the Python kernel `make_python_kernel(original)` at `dispatch_key`, and the compiled
+        guard over it when this registration uses one (`missing`, `partial`: the dtypes it hands over)."""
+        captured = self.compiled.capture(info.full_name, dispatch_key) if self.compiled else None
+        try:
+            original = torch.library.get_kernel(info.full_name, dispatch_key)
+            self.library.impl(info.short_name, make_python_kernel(original), dispatch_key)
+            if captured is not None and self.compiled.guard(captured, info, dispatch_key, missing, partial):
+                self.typed.add((info.full_name, dispatch_key))
+        finally:
+            if captured is not None:
+                captured.release()
+        self.keys.append((info.full_name, dispatch_key))
 
     def remove(self) -> None:
+        if self.compiled is not None:
+            self.compiled.close()  # first: its guards call the Python kernels underneath
         self.library._destroy()
         self.keys.clear()
+        self.typed.clear()
 
 
-def install(findings_by_device: dict[str, list[Finding]], registration: Registration | None = None) -> Registration:
-    registration = registration or Registration()
-    with warnings.catch_warnings():
-        # overriding PyTorch's kernels is the point; some torch versions warn about it once per process
-        warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
-        _install(findings_by_device, registration)
+def install(findings_by_device: dict[str, list[Finding]], guard: str = native_guard.PYTHON) -> Registration:
+    registration = Registration(guard)
+    try:
+        with warnings.catch_warnings():
+            # overriding PyTorch's kernels is the point; some torch versions warn about it once per process
+            warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+            _install(findings_by_device, registration)
+    except BaseException:
+        registration.remove()
+        raise
     return registration
 
 
 def _install(findings_by_device: dict[str, list[Finding]], registration: Registration) -> None:
     for device_type, findings in findings_by_device.items():
+        if registration.compiled is not None:
+            findings = findings + _compiled_guard_only_findings(findings)
         for finding in findings:
             try:
                 info = overload(finding.overload)
             except RuntimeError:
                 continue  # an overload this torch build does not have
+            missing = [dtypes.BY_NAME[n] for n, s in finding.status.items() if s == MISSING and n in dtypes.BY_NAME]
+            partial = [dtypes.BY_NAME[n] for n, s in finding.status.items() if s == PARTIAL and n in dtypes.BY_NAME]
             for key in finding.dispatch_keys(device_type):
-                original = torch.library.get_kernel(finding.overload, key)
-                kernel = make_kernel(info, original, finding.status, device_type, key)
-                registration.library.impl(info.short_name, kernel, key)
-                registration.keys.append((finding.overload, key))
+                registration.register(
+                    info, key, lambda original: make_kernel(info, original, finding.status, device_type, key),
+                    missing, partial,
+                )
+    for name, key, factory, handed_over in entry_points.entries([d.upper() for d in findings_by_device]):
+        registration.register(overload(name), key, lambda original: factory(original, _constant_keyset(key)),
+                              handed_over)
+
+
+def _compiled_guard_only_findings(findings: list[Finding]) -> list[Finding]:
+    known = {f.overload for f in findings}
+    status = {dtypes.NAMES[d]: PARTIAL for d in dtypes.COMPLEX_TARGETS}
+    return [Finding(name, BACKEND, dict(status), {}) for name in _COMPILED_GUARD_ONLY if name not in known]
+
+
+def _constant_keyset(dispatch_key: str):
+    return torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, dispatch_key))
 
 
 def planned_path(overload_name: str, device_type: str, support: str) -> str:
@@ -90,13 +136,18 @@ def make_kernel(info: Overload, original, status: dict[str, str], device_type: s
     # template kernels are custom ops without autograd formulas: only below the Autograd key
     router = _Router(info, original, status, device_type, templates=not dispatch_key.startswith("Autograd"))
     namespace = {
-        "KEYSET": torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, dispatch_key)),
+        "KEYSET": _constant_keyset(dispatch_key),
         "Tensor": torch.Tensor,
         "targets": targets,
         "call_native": original.call_boxed,
         "route": router.route,
         "general": router.general,
         "NO_KWARGS": {},
+        "exact": wrapped_numbers.exact_tensor,
+        "operand_for": wrapped_numbers.operand_for,
+        "NUMBER_CATEGORY": _NUMBER_CATEGORY,
+        "CATEGORY": _DTYPE_CATEGORY,
+        "ZERO_DIM_EXACT": _ZERO_DIM_EXACT,
     }
     exec(compile(_guard_source(info), f"<jitdtypes guard {info.full_name}>", "exec"), namespace)
     kernel = namespace["kernel"]
@@ -120,12 +171,17 @@ def _guard_source(info: Overload) -> str:
     as_tuple = "(" + "".join(f"{n}, " for n in names) + ")" + (" + rest" if has_rest else "")
     slow_args = f"KEYSET, {as_tuple}, {'kwargs' if has_kwargs else 'NO_KWARGS'}"
     lines = [f"def kernel({parameters}):"]
+    values = names + [f"rest[{i}]" for i in range(len(positional) - required)]
+    binary = _binary_tensor_positions(info, required)
 
     def check(value: str, indent: str, arg) -> list[str]:
         if arg.kind in (TENSOR, OPTIONAL_TENSOR):
+            number = [f"{indent}    return general({slow_args})"]
+            if binary and value in (values[binary[0]], values[binary[1]]):
+                number = _exact_number_lines(info, values, binary, value, indent + "    ") + number
             guard = [
                 f"{indent}if {value}.__class__ is not Tensor:",
-                f"{indent}    return general({slow_args})",
+                *number,
                 f"{indent}if {value}.dtype in targets:",
                 f"{indent}    return route({slow_args})",
             ]
@@ -162,8 +218,64 @@ def _guard_source(info: Overload) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _binary_tensor_positions(info: Overload, required: int) -> tuple[int, int] | None:
+    """The two Tensor positions of a binary-like schema (add, mul, div, where, eq ...), where a Python number
+    in either is checked inline; None for other schemas, whose numbers take the general path."""
+    tensors = [i for i, a in enumerate(info.positional) if a.kind in (TENSOR, OPTIONAL_TENSOR, TENSOR_LIST)]
+    if len(tensors) != 2 or tensors[1] >= required or any(info.positional[i].kind != TENSOR for i in tensors):
+        return None
+    if any(a.kind != OTHER or a.name == "dtype" for a in info.keyword):
+        return None
+    return tensors[0], tensors[1]
+
+
+def _exact_number_lines(info: Overload, values: list[str], binary: tuple[int, int], number: str,
+                        indent: str) -> list[str]:
+    """`number` (a value in one of the two Tensor positions, not a Tensor) next to the other Tensor position:
+    when it is a real Python number of a category no higher than that tensor's, and no Scalar argument is
+    complex, call the original with an exact zero-dim tensor for it: its own dtype next to a dimensioned
+    tensor (no promotion), the tensor's dtype next to a zero-dim one whose dtype kernels compute in."""
+    first, second = (values[i] for i in binary)
+    other = second if number == first else first
+    conditions = [f"NUMBER_CATEGORY.get({number}.__class__, 9) <= CATEGORY[{other}.dtype]"]
+    if number == first:  # the other tensor is not checked yet
+        conditions = [f"{other}.__class__ is Tensor", f"{other}.dtype not in targets", *conditions]
+    for i, arg in enumerate(info.positional):
+        if arg.real_type == "number":
+            value = values[i]
+            rest_index = value[len("rest["):-1] if value.startswith("rest[") else None
+            present = f"len(rest) <= {rest_index} or " if rest_index is not None else ""
+            conditions.append(f"({present}{value}.__class__ is not complex)")
+    has_rest = len(values) > len([v for v in values if not v.startswith("rest[")])
+    head = [v for v in values if not v.startswith("rest[")]
+
+    def call(replacement: str) -> str:
+        args = ", ".join(["KEYSET", *(replacement if v == number else v for v in head)] + (["*rest"] if has_rest else []))
+        return f"call_native({args}, **kwargs)" if info.keyword else f"call_native({args})"
+
+    if number not in head:
+        return []
+    return [
+        f"{indent}if {' and '.join(conditions)}:",
+        f"{indent}    if {other}.ndim:",
+        f"{indent}        return {call(f'operand_for({number}, {other}.dtype)')}",
+        f"{indent}    if {other}.dtype in ZERO_DIM_EXACT:",
+        f"{indent}        return {call(f'exact({number}, {other}.dtype)')}",
+    ]
+
+
 _SEVERITY = {MISSING: 2, PARTIAL: 1}
 _NUMBERS = (bool, int, float, complex)
+_SIXTEEN_BIT = frozenset(dtypes.COMPUTE_DTYPE)
+# type-promotion categories: bool < integer < floating < complex
+_NUMBER_CATEGORY = {bool: 0, int: 1, float: 2}
+_DTYPE_CATEGORY = {
+    dtype: 3 if dtype.is_complex else 2 if dtype.is_floating_point else 0 if dtype == torch.bool else 1
+    for dtype in (getattr(torch, name) for name in dir(torch)) if isinstance(dtype, torch.dtype)
+}
+_CATEGORY_DEFAULT = {1: lambda: torch.int64, 2: torch.get_default_dtype}
+# zero-dim dtypes that kernels compute in (opmath is the dtype itself) and that hold any number of their category
+_ZERO_DIM_EXACT = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128, torch.int64, torch.bool})
 
 
 class _Router:
@@ -176,9 +288,9 @@ class _Router:
         self.status = {dtypes.BY_NAME[n]: s for n, s in status.items() if n in dtypes.BY_NAME}
         self.device_type = device_type
         self.tensor_positions = [i for i, a in enumerate(info.positional) if a.kind in (TENSOR, OPTIONAL_TENSOR)]
-        self.number_positions = frozenset(
-            self.tensor_positions + [i for i, a in enumerate(info.positional) if a.real_type == "number"]
-        )
+        self.scalar_positions = [i for i, a in enumerate(info.positional) if a.real_type == "number"]
+        self.number_positions = frozenset(self.tensor_positions + self.scalar_positions)
+        self.simple_numbers = not any(a.kind == TENSOR_LIST for a in info.positional)
         self.logged: set[torch.dtype] = set()
         self.lock = threading.Lock()
 
@@ -187,6 +299,9 @@ class _Router:
     def general(self, keyset, args, kwargs):
         """A tensor position holds a Python scalar (a wrapped number) or a Tensor subclass, or a Scalar
         argument is complex: the result dtype may then be a target even if no tensor is."""
+        exact_args = self._with_exact_numbers(args, kwargs) if self.simple_numbers else None
+        if exact_args is not None:
+            return self.original.call_boxed(keyset, *exact_args, **kwargs)
         dtype = self._target_dtype(args, kwargs)
         if dtype is None:
             scalars = [a for i, a in enumerate(args) if i in self.number_positions and isinstance(a, _NUMBERS)]
@@ -197,6 +312,53 @@ class _Router:
         if dtype is not None:
             return self.route(keyset, args, kwargs, dtype)
         return self.native(keyset, args, kwargs)
+
+    def _with_exact_numbers(self, args, kwargs):
+        """The common case, fast: `args` with each real Python number in a Tensor position replaced by a
+        cached zero-dim tensor that gives the same result dtype and values, when no argument involves a
+        target dtype. None when that does not hold or is not quick to tell (the general path decides)."""
+        for value in kwargs.values():
+            if value.__class__ is torch.dtype or isinstance(value, torch.Tensor):
+                if (value if value.__class__ is torch.dtype else value.dtype) in self.status:
+                    return None
+        numbers = []
+        highest_number = dimensioned = zero_dim = -1
+        zero_dim_dtype = None
+        for i in self.tensor_positions:
+            if i >= len(args):
+                break
+            value = args[i]
+            category = _NUMBER_CATEGORY.get(value.__class__)
+            if category is not None:
+                numbers.append(i)
+                highest_number = max(highest_number, category)
+            elif isinstance(value, torch.Tensor):
+                dtype = value.dtype
+                if dtype in self.status:
+                    return None
+                if value.ndim:
+                    dimensioned = max(dimensioned, _DTYPE_CATEGORY[dtype])
+                else:
+                    zero_dim = max(zero_dim, _DTYPE_CATEGORY[dtype])
+                    zero_dim_dtype = dtype if zero_dim_dtype is None else torch.promote_types(zero_dim_dtype, dtype)
+            elif value is not None:
+                return None
+        for i in self.scalar_positions:
+            if i < len(args) and args[i].__class__ is complex:
+                return None
+        if dimensioned >= 0 and zero_dim < 0:
+            # next to dimensioned tensors of the same or a higher category a number does not promote; of a
+            # lower category it promotes to that category's default dtype
+            dtype = None if highest_number <= dimensioned else _CATEGORY_DEFAULT[highest_number]()
+        elif dimensioned < 0 <= zero_dim and highest_number <= zero_dim and zero_dim_dtype not in _SIXTEEN_BIT:
+            # only zero-dim tensors: the result is their dtype, and kernels compute in it (not so for 16 bits)
+            dtype = zero_dim_dtype
+        else:
+            return None
+        args = list(args)
+        for i in numbers:
+            args[i] = wrapped_numbers.exact_tensor(args[i], dtype)
+        return args
 
     def route(self, keyset, args, kwargs, dtype=None):
         if self.info.full_name in bypassed:
@@ -248,7 +410,7 @@ class _Router:
         if not scalar_positions:
             return self.original.call_boxed(keyset, *args, **kwargs)
         inputs = [t for t in _tensors_and_dtypes(self.info, args, kwargs, inputs_only=True) if isinstance(t, torch.Tensor)]
-        return _call_with_wrapped_numbers(self.original, keyset, args, kwargs, scalar_positions, inputs)
+        return wrapped_numbers.call_original(self.original, keyset, args, kwargs, scalar_positions, inputs)
 
 
 def _tensors_and_dtypes(info: Overload, args, kwargs, inputs_only: bool = False):
@@ -265,50 +427,3 @@ def _tensors_and_dtypes(info: Overload, args, kwargs, inputs_only: bool = False)
             yield value
         elif arg.name == "dtype" and isinstance(value, torch.dtype):
             yield value
-
-
-# -- wrapped numbers -----------------------------------------------------------------------------------
-
-_SIXTEEN_BIT = frozenset(dtypes.COMPUTE_DTYPE)
-
-
-def _call_with_wrapped_numbers(original, keyset, args, kwargs, scalar_positions, tensors):
-    """A zero-dim tensor of the Python number's own dtype (float64, int64, complex128, bool) keeps its exact
-    value and, next to dimensioned tensors of the same or higher category, the same promotion as a wrapped
-    number. Where it would change the result dtype, the result dtype itself is used: that happens when the
-    number raises the category (int tensor * 2.5 -> float32), where the default 32-bit dtype loses nothing;
-    or when every tensor is zero-dim and 16-bit, which is computed on one-element views instead.
-    `tensors` are the inputs that take part in type promotion (not out= or other written arguments)."""
-    scalars = [args[i] for i in scalar_positions]
-    expected = dtypes.result_dtype(tensors, scalars)
-    exact = [torch.tensor(s, dtype=dtypes.WRAPPED_NUMBER_DTYPE[type(s)]) for s in scalars]
-    args = list(args)
-    if dtypes.result_dtype(tensors + exact) == expected:
-        zero_dims = exact
-    elif expected in _SIXTEEN_BIT and tensors and all(t.dim() == 0 for t in tensors):
-        return _call_on_one_element_views(original, keyset, args, kwargs, scalar_positions, exact)
-    else:
-        zero_dims = [torch.tensor(s, dtype=expected) for s in scalars]
-    for i, zero_dim in zip(scalar_positions, zero_dims):
-        args[i] = zero_dim
-    return original.call_boxed(keyset, *args, **kwargs)
-
-
-def _call_on_one_element_views(original, keyset, args, kwargs, scalar_positions, zero_dims):
-    views = {}
-
-    def as_view(value):
-        if isinstance(value, torch.Tensor) and value.dim() == 0:
-            views.setdefault(id(value), (value, value.view(1)))
-            return views[id(value)][1]
-        return value
-
-    args = [as_view(a) for a in args]
-    kwargs = {k: as_view(v) for k, v in kwargs.items()}
-    for i, zero_dim in zip(scalar_positions, zero_dims):
-        args[i] = zero_dim
-    result = original.call_boxed(keyset, *args, **kwargs)
-    back = {id(view): value for value, view in views.values()}
-    if isinstance(result, torch.Tensor):
-        return back[id(result)] if id(result) in back else result.resize_(())
-    return result

@@ -1,0 +1,377 @@
+// The compiled dispatch guard: a kernel in front of PyTorch's own kernel for one (overload, dispatch key).
+// It looks at the arguments without leaving C++; calls that involve no 16-bit target dtype go to the original
+// kernel untouched (wrapped numbers stay wrapped), the rest to the Python router, which is registered at the
+// same key just before the guard and so sits underneath it.
+//
+// Two forms. A typed guard has the operator's unboxed C++ signature, so the dispatcher calls it directly and
+// it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures();
+// every other operator gets the boxed guard, which scans the argument stack and costs the dispatcher's boxing
+// and unboxing on top (about 0.2 us).
+//
+// Loaded with ctypes: a plain C interface, no Python headers, so one build serves every Python version.
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include <bitset>
+#include <cstring>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using at::Tensor;
+using c10::IValue;
+using c10::ScalarType;
+
+constexpr size_t kScalarTypes = static_cast<size_t>(ScalarType::NumOptions);
+using DtypeSet = std::bitset<kScalarTypes>;
+
+struct Scan {
+  bool missing = false;         // a dtype PyTorch has no kernel for
+  bool partial = false;         // a dtype PyTorch serves for some arguments only
+  bool real16 = false;          // a Half/BFloat16 tensor whose 16-bit complex partner is a target
+  bool complex_number = false;  // a complex Scalar or wrapped complex number: real16 then promotes to it
+};
+
+// What one guard knows: the kernels on either side of it and the dtypes it hands over.
+struct GuardState {
+  c10::OperatorHandle op;
+  c10::SafeKernelFunction original;
+  c10::SafeKernelFunction router;
+  DtypeSet missing, partial, real16;
+
+  void see_dtype(ScalarType dtype, Scan& scan) const {
+    const size_t index = static_cast<size_t>(dtype);
+    if (index >= kScalarTypes) return;
+    if (missing[index]) scan.missing = true;
+    if (partial[index]) scan.partial = true;
+  }
+
+  void see(const Tensor& t, Scan& scan) const {
+    if (!t.defined()) return;
+    const ScalarType dtype = t.scalar_type();
+    see_dtype(dtype, scan);
+    if (real16[static_cast<size_t>(dtype)]) scan.real16 = true;
+    if (dtype == ScalarType::ComplexDouble && t.unsafeGetTensorImpl()->is_wrapped_number()) {
+      scan.complex_number = true;
+    }
+  }
+  void see(const std::optional<Tensor>& t, Scan& scan) const {
+    if (t.has_value()) see(*t, scan);
+  }
+  void see(at::TensorList tensors, Scan& scan) const {
+    for (const Tensor& t : tensors) see(t, scan);
+  }
+  void see(const at::ITensorListRef& tensors, Scan& scan) const {
+    for (const Tensor& t : tensors) see(t, scan);
+  }
+  void see(const c10::List<std::optional<Tensor>>& tensors, Scan& scan) const {
+    for (size_t i = 0; i < tensors.size(); ++i) see(static_cast<std::optional<Tensor>>(tensors.get(i)), scan);
+  }
+  void see(const c10::Scalar& value, Scan& scan) const {
+    if (value.isComplex()) scan.complex_number = true;
+  }
+  void see(const std::optional<c10::Scalar>& value, Scan& scan) const {
+    if (value.has_value()) see(*value, scan);
+  }
+  void see(std::optional<ScalarType> dtype, Scan& scan) const {  // dtype=
+    if (dtype.has_value()) see_dtype(*dtype, scan);
+  }
+  template <class Other>
+  void see(const Other&, Scan&) const {}
+
+  // the Python router works out the result dtype of real16 next to a complex number
+  static bool hand_over(const Scan& scan) { return scan.missing || (scan.real16 && scan.complex_number); }
+};
+
+// -- boxed: any schema -------------------------------------------------------------------------------------
+
+// One character per schema argument, in stack order (written by the Python side from the schema):
+//   T Tensor, O Tensor?, L Tensor[] or Tensor?[], N Scalar, D the dtype= argument, - anything else.
+class BoxedGuard final : public c10::OperatorKernel {
+ public:
+  BoxedGuard(std::shared_ptr<const GuardState> state, std::string kinds)
+      : state_(std::move(state)), kinds_(std::move(kinds)) {}
+
+  void operator()(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
+    const size_t n = kinds_.size();
+    const IValue* args = stack->data() + (stack->size() - n);
+    Scan scan;
+    for (size_t i = 0; i < n; ++i) {
+      const IValue& arg = args[i];
+      switch (kinds_[i]) {
+        case 'T':
+        case 'O':
+          if (arg.isTensor()) state_->see(arg.toTensor(), scan);
+          break;
+        case 'L':
+          if (arg.isTensorList()) {
+            for (const Tensor& t : arg.toTensorList()) state_->see(t, scan);
+          } else if (arg.isList()) {
+            for (const IValue& v : arg.toListRef())
+              if (v.isTensor()) state_->see(v.toTensor(), scan);
+          }
+          break;
+        case 'N':
+          if (arg.isComplexDouble()) scan.complex_number = true;
+          break;
+        case 'D':
+          if (arg.isInt()) state_->see_dtype(static_cast<ScalarType>(arg.toInt()), scan);
+          break;
+        default:
+          break;
+      }
+    }
+    if (GuardState::hand_over(scan)) return state_->router.callBoxed(op, keys, stack);
+    if (!scan.partial) return state_->original.callBoxed(op, keys, stack);
+    // PyTorch serves this dtype for some arguments: try its kernel, hand the call over when it refuses
+    const size_t base = stack->size() - n;
+    std::vector<IValue> saved(args, args + n);
+    try {
+      state_->original.callBoxed(op, keys, stack);
+    } catch (const c10::Error&) {
+      if (stack->size() < base) throw;
+      stack->erase(stack->begin() + static_cast<std::ptrdiff_t>(base), stack->end());
+      stack->insert(stack->end(), std::make_move_iterator(saved.begin()), std::make_move_iterator(saved.end()));
+      state_->router.callBoxed(op, keys, stack);
+    }
+  }
+
+ private:
+  std::shared_ptr<const GuardState> state_;
+  std::string kinds_;
+};
+
+// -- typed: the dispatcher's unboxed signature ---------------------------------------------------------------
+
+template <class Signature>
+struct Typed;
+
+template <class Return, class... Args>
+struct Typed<Return(Args...)> {
+  static void register_guard(torch::Library& library, const char* name, c10::DispatchKey key,
+                             std::shared_ptr<const GuardState> state) {
+    library.impl(name, torch::dispatch(key, [state](c10::DispatchKeySet keys, Args... args) -> Return {
+      Scan scan;
+      (state->see(args, scan), ...);
+      if (GuardState::hand_over(scan)) return call(state->router, *state, keys, args...);
+      if (!scan.partial) return call(state->original, *state, keys, args...);
+      try {
+        return call(state->original, *state, keys, args...);
+      } catch (const c10::Error&) {
+        return call(state->router, *state, keys, args...);
+      }
+    }));
+  }
+
+  static Return call(const c10::SafeKernelFunction& kernel, const GuardState& state, c10::DispatchKeySet keys,
+                     Args... args) {
+    return kernel.kernelFunction().template call<Return, Args...>(state.op, keys, std::forward<Args>(args)...);
+  }
+};
+
+using TypedRegistrar = void (*)(torch::Library&, const char*, c10::DispatchKey, std::shared_ptr<const GuardState>);
+
+#define JD_TYPED(key, ...) {key, &Typed<__VA_ARGS__>::register_guard}
+
+// key: the schema's argument and return types as c10 spells them ("!" marks a written tensor). Several
+// C++ signatures can share a key (Tensor[] is ITensorListRef for cat, TensorList elsewhere): they are tried
+// in order, and the dispatcher refuses a signature that is not the operator's.
+const std::unordered_multimap<std::string, TypedRegistrar>& typed_signatures() {
+  using T = const Tensor&;
+  using W = Tensor&;
+  using S = const c10::Scalar&;
+  using OS = const std::optional<c10::Scalar>&;
+  using ODims = at::OptionalIntArrayRef;
+  using ODtype = std::optional<ScalarType>;
+  static const std::unordered_multimap<std::string, TypedRegistrar> table = {
+      JD_TYPED("Tensor->Tensor", Tensor(T)),
+      JD_TYPED("!Tensor->!Tensor", W(W)),
+      JD_TYPED("Tensor,!Tensor->!Tensor", W(T, W)),
+      JD_TYPED("Tensor,Tensor->Tensor", Tensor(T, T)),
+      JD_TYPED("!Tensor,Tensor->!Tensor", W(W, T)),
+      JD_TYPED("Tensor,Tensor,!Tensor->!Tensor", W(T, T, W)),
+      JD_TYPED("Tensor,Tensor,Tensor->Tensor", Tensor(T, T, T)),
+      JD_TYPED("!Tensor,Tensor,Tensor->!Tensor", W(W, T, T)),
+      JD_TYPED("Tensor,Tensor,Tensor,!Tensor->!Tensor", W(T, T, T, W)),
+      JD_TYPED("Tensor,Scalar->Tensor", Tensor(T, S)),
+      JD_TYPED("!Tensor,Scalar->!Tensor", W(W, S)),
+      JD_TYPED("Tensor,Scalar,!Tensor->!Tensor", W(T, S, W)),
+      JD_TYPED("Tensor,Tensor,Scalar->Tensor", Tensor(T, T, S)),
+      JD_TYPED("!Tensor,Tensor,Scalar->!Tensor", W(W, T, S)),
+      JD_TYPED("Tensor,Tensor,Scalar,!Tensor->!Tensor", W(T, T, S, W)),
+      JD_TYPED("Tensor,Tensor,Tensor,Scalar->Tensor", Tensor(T, T, T, S)),
+      JD_TYPED("!Tensor,Tensor,Tensor,Scalar->!Tensor", W(W, T, T, S)),
+      JD_TYPED("Tensor,Tensor,Tensor,Scalar,Scalar->Tensor", Tensor(T, T, T, S, S)),
+      JD_TYPED("!Tensor,Tensor,Tensor,Scalar,Scalar->!Tensor", W(W, T, T, S, S)),
+      JD_TYPED("Tensor,Tensor,Tensor,Scalar,Scalar,!Tensor->!Tensor", W(T, T, T, S, S, W)),
+      JD_TYPED("!Tensor,Tensor,bool->!Tensor", W(W, T, bool)),
+      JD_TYPED("Tensor,int->Tensor", Tensor(T, int64_t)),
+      JD_TYPED("Tensor,int[]->Tensor", Tensor(T, at::IntArrayRef)),
+      JD_TYPED("Tensor,int,ScalarType?->Tensor", Tensor(T, int64_t, ODtype)),
+      JD_TYPED("Tensor,int[]?,bool,ScalarType?->Tensor", Tensor(T, ODims, bool, ODtype)),
+      JD_TYPED("Tensor,int[]?,bool,ScalarType?,!Tensor->!Tensor", W(T, ODims, bool, ODtype, W)),
+      JD_TYPED("Tensor,int[]?,Scalar?,bool->Tensor", Tensor(T, ODims, OS, bool)),
+      JD_TYPED("Tensor,int[]?,Scalar?,bool->(Tensor,Tensor)", std::tuple<Tensor, Tensor>(T, ODims, OS, bool)),
+      JD_TYPED("Tensor,Scalar,int[]?,bool,ScalarType?->Tensor", Tensor(T, S, ODims, bool, ODtype)),
+      JD_TYPED("Tensor,MemoryFormat?->Tensor", Tensor(T, std::optional<at::MemoryFormat>)),
+      JD_TYPED("Tensor,Tensor?[]->Tensor", Tensor(T, const c10::List<std::optional<Tensor>>&)),
+      JD_TYPED("Tensor[],int->Tensor", Tensor(const at::ITensorListRef&, int64_t)),
+      JD_TYPED("Tensor[],int->Tensor", Tensor(at::TensorList, int64_t)),
+  };
+  return table;
+}
+
+#undef JD_TYPED
+
+std::string signature_key(const c10::FunctionSchema& schema) {
+  auto describe = [](const c10::Argument& a) {
+    const bool written = a.alias_info() != nullptr && a.alias_info()->isWrite();
+    return (written ? "!" : "") + a.real_type()->str();
+  };
+  std::string key;
+  for (const c10::Argument& a : schema.arguments()) key += (key.empty() ? "" : ",") + describe(a);
+  std::string returns;
+  for (const c10::Argument& r : schema.returns()) returns += (returns.empty() ? "" : ",") + describe(r);
+  return key + "->" + (schema.returns().size() > 1 ? "(" + returns + ")" : returns);
+}
+
+// -- C interface (ctypes) ------------------------------------------------------------------------------------
+// Every function returns 0 on success, or writes a message to `error` and returns nonzero; no C++ exception
+// crosses into the caller.
+
+void write_error(char* error, size_t size, const char* message) {
+  if (error != nullptr && size > 0) {
+    std::strncpy(error, message, size - 1);
+    error[size - 1] = '\0';
+  }
+}
+
+DtypeSet parse_dtypes(const char* names) {
+  // comma-separated ScalarType names as c10::toString spells them ("ComplexHalf,BComplex32")
+  DtypeSet set;
+  const std::string list = names == nullptr ? "" : names;
+  size_t start = 0;
+  while (start < list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const std::string name = list.substr(start, end - start);
+    bool found = false;
+    for (size_t i = 0; i < kScalarTypes; ++i) {
+      if (name == c10::toString(static_cast<ScalarType>(i))) {
+        set.set(i);
+        found = true;
+      }
+    }
+    TORCH_CHECK(found, "jitdtypes guard: unknown scalar type ", name);
+    start = end + 1;
+  }
+  return set;
+}
+
+// Registering over a kernel is the point; the dispatcher warns about it.
+class QuietWarnings final : public c10::WarningHandler {
+ public:
+  void process(const c10::Warning&) override {}
+};
+
+// A typed guard when a listed signature is the operator's; false when none is.
+bool register_typed(torch::Library& library, const std::string& qualified, c10::DispatchKey key,
+                    const std::shared_ptr<const GuardState>& state) {
+  const auto candidates = typed_signatures().equal_range(signature_key(state->op.schema()));
+  for (auto it = candidates.first; it != candidates.second; ++it) {
+    try {
+      it->second(library, qualified.c_str(), key, state);
+      return true;
+    } catch (const c10::Error&) {
+      // "Mismatch in kernel C++ signatures": the next candidate, or the boxed guard
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+#define JITDTYPES_EXPORT __attribute__((visibility("default")))
+
+extern "C" {
+
+// The kernel computed for `key` right now (PyTorch's own before anything is registered over it).
+JITDTYPES_EXPORT int jitdtypes_guard_capture(const char* name, const char* overload, const char* key,
+                                             void** kernel, char* error, size_t error_size) {
+  try {
+    const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+    *kernel = new c10::SafeKernelFunction(op.getComputedKernelForDispatchKey(c10::parseDispatchKey(key)));
+    return 0;
+  } catch (const std::exception& e) {
+    write_error(error, error_size, e.what());
+    return 1;
+  }
+}
+
+JITDTYPES_EXPORT void jitdtypes_guard_release(void* kernel) { delete static_cast<c10::SafeKernelFunction*>(kernel); }
+
+JITDTYPES_EXPORT int jitdtypes_guard_library_new(void** library, char* error, size_t error_size) {
+  try {
+    *library = new torch::Library(torch::Library::IMPL, "aten", std::nullopt, __FILE__, __LINE__);
+    return 0;
+  } catch (const std::exception& e) {
+    write_error(error, error_size, e.what());
+    return 1;
+  }
+}
+
+// Destroying the library removes every guard it registered.
+JITDTYPES_EXPORT void jitdtypes_guard_library_free(void* library) { delete static_cast<torch::Library*>(library); }
+
+// Registers a guard at `key` over the kernel registered there now (the Python router); `original` is the
+// kernel captured before the router was registered. *typed says which form it took.
+JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* original, const char* name,
+                                              const char* overload, const char* key, const char* kinds,
+                                              const char* missing, const char* partial, const char* real16,
+                                              int* typed, char* error, size_t error_size) {
+  try {
+    const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
+    const c10::DispatchKey dispatch_key = c10::parseDispatchKey(key);
+    TORCH_CHECK(std::strlen(kinds) == op.schema().arguments().size(),
+                "jitdtypes guard: argument kinds do not match the schema of ", name, ".", overload);
+    auto state = std::make_shared<const GuardState>(GuardState{
+        op, *static_cast<const c10::SafeKernelFunction*>(original), op.getComputedKernelForDispatchKey(dispatch_key),
+        parse_dtypes(missing), parse_dtypes(partial), parse_dtypes(real16)});
+    const std::string qualified = std::string(name).substr(std::strlen("aten::")) +
+                                  (overload[0] ? std::string(".") + overload : std::string());
+    auto& lib = *static_cast<torch::Library*>(library);
+    QuietWarnings quiet;
+    c10::WarningUtils::WarningHandlerGuard quiet_guard(&quiet);
+    *typed = register_typed(lib, qualified, dispatch_key, state) ? 1 : 0;
+    if (!*typed) {
+      lib.impl(qualified.c_str(),
+               torch::dispatch(dispatch_key,
+                               torch::CppFunction::makeFromBoxedFunctor(std::make_unique<BoxedGuard>(state, kinds))));
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    write_error(error, error_size, e.what());
+    return 1;
+  }
+}
+
+// The key under which typed_signatures() would list this operator (tests and diagnostics).
+JITDTYPES_EXPORT int jitdtypes_guard_signature_key(const char* name, const char* overload, char* key,
+                                                   size_t key_size) {
+  try {
+    write_error(key, key_size,
+                signature_key(c10::Dispatcher::singleton().findSchemaOrThrow(name, overload).schema()).c_str());
+    return 0;
+  } catch (const std::exception& e) {
+    write_error(key, key_size, e.what());
+    return 1;
+  }
+}
+
+}  // extern "C"
