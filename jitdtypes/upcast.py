@@ -2,7 +2,8 @@
 
 Results follow complex64's rules mapped down: a complex result comes back in the inputs' 16-bit complex
 dtype, a real floating one in float16/bfloat16; integer and bool results are left alone. Inputs that
-promote past 16 bits (complex32 with float32, complex32 with bcomplex32) keep the wide result.
+promote past 16 bits (complex32 with float32, complex32 with bcomplex32) keep the wide result. Errors of the
+32-bit call name the caller's dtypes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from kernels_templates.common import resize_output
 
-from . import dtypes
+from . import dtypes, error_messages
 from .schema import OTHER, Overload
 
 
@@ -79,7 +80,11 @@ def run(info: Overload, args: tuple, kwargs: dict):
 
     wide_args = tree_map(_widen_value, args)
     wide_kwargs = tree_map(_widen_value, kwargs)
-    result = info.op(*wide_args, **wide_kwargs)
+    try:
+        result = info.op(*wide_args, **wide_kwargs)
+    except Exception as exc:
+        error_messages.name_callers_dtypes(exc, tree_flatten((args, kwargs))[0])
+        raise
 
     if mutated:
         originals = {}
