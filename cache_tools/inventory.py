@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from . import locations
+from .guard_store import LIBRARY, GuardStore
 from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
 
 VERSION_FIELDS = ("torch", "triton", "jitdtypes")
@@ -78,6 +79,22 @@ def discovery_files(root: Path | None = None) -> list[dict]:
     return files
 
 
+def guard_entries(root: Path | None = None) -> list[dict]:
+    """Every compiled-guard build in the cache, damaged ones included (with `problem` set)."""
+    store = GuardStore(root or locations.cache_root())
+    entries = []
+    for directory in store.entries():
+        meta, problem = {}, None
+        try:
+            meta = store.read(directory.name).meta
+        except (CorruptEntry, InsecureEntry, OSError) as exc:
+            problem = str(exc).replace(f"{directory}: ", "")
+        entries.append({"key": directory.name, "path": str(directory / LIBRARY), "bytes": _size(directory),
+                        "torch": meta.get("torch"), "compiler": meta.get("compiler"), "created": meta.get("created"),
+                        "build_seconds": meta.get("build_seconds"), "problem": problem})
+    return entries
+
+
 def info(root: Path | None = None) -> dict:
     root = root or locations.cache_root()
     records = scan(root)
@@ -86,24 +103,29 @@ def info(root: Path | None = None) -> dict:
         version = tuple(record.meta.get(field) for field in VERSION_FIELDS)
         versions[version] = versions.get(version, 0) + 1
     discovery = discovery_files(root)
+    guards = guard_entries(root)
     return {
         "dir": str(root),
         "entries": len(records),
-        "bytes": sum(r.bytes for r in records) + sum(d["bytes"] for d in discovery),
+        "bytes": sum(r.bytes for r in records) + sum(d["bytes"] for d in discovery) + sum(g["bytes"] for g in guards),
         "kernel_bytes": sum(r.bytes for r in records),
         "damaged": sum(r.problem is not None for r in records),
         "versions": [dict(zip(VERSION_FIELDS, v), entries=n) for v, n in sorted(versions.items(), key=str)],
         "discovery": discovery,
+        "guard": guards,
     }
 
 
 def verify(root: Path | None = None, fix: bool = False) -> list[dict]:
-    """The damaged entries (content hash, metadata, ownership/permissions); with fix, they are removed."""
-    damaged = [r for r in scan(root) if r.problem is not None]
+    """The damaged kernel and guard entries (content hash, metadata, ownership/permissions); with fix, they
+    are removed."""
+    damaged = [{"key": r.key, "path": str(r.directory), "problem": r.problem} for r in scan(root) if r.problem]
+    damaged += [{"key": g["key"], "path": str(Path(g["path"]).parent), "problem": g["problem"]}
+                for g in guard_entries(root) if g["problem"]]
     if fix:
-        for record in damaged:
-            shutil.rmtree(record.directory, ignore_errors=True)
-    return [{"key": r.key, "path": str(r.directory), "problem": r.problem, "removed": fix} for r in damaged]
+        for item in damaged:
+            shutil.rmtree(item["path"], ignore_errors=True)
+    return [{**item, "removed": fix} for item in damaged]
 
 
 def parse_age(text: str) -> float:
@@ -117,12 +139,13 @@ def parse_age(text: str) -> float:
 def clean(
     root: Path | None = None, *, everything: bool = False, older_than_s: float | None = None,
     dtype: str | None = None, stale_for: dict | None = None, current_discovery: set[str] | None = None,
-    dry_run: bool = False,
+    current_guard: str | None = None, dry_run: bool = False,
 ) -> list[dict]:
     """Remove entries matching any given criterion; returns what was (or, dry run, would be) removed.
 
     stale_for: the current {"torch", "triton", "jitdtypes"} versions; entries made by others are stale, as
-    are discovery results other than `current_discovery` (the paths this build and jitdtypes would use)."""
+    are discovery results other than `current_discovery` (the paths this build and jitdtypes would use) and
+    compiled guards other than `current_guard` (the key this torch build would load)."""
     root = root or locations.cache_root()
     now = time.time()
     chosen = []
@@ -146,6 +169,13 @@ def clean(
         if everything or stale or old:
             chosen.append({"path": found["path"], "key": None, "bytes": found["bytes"], "op": "discovery",
                            "dtype": None, "reason": "all" if everything else "stale" if stale else "unused"})
+    for guard in guard_entries(root):
+        stale = stale_for is not None and guard["key"] != current_guard
+        old = older_than_s is not None and now - float(guard["created"] or 0) > older_than_s
+        if everything or stale or old:
+            chosen.append({"path": str(Path(guard["path"]).parent), "key": guard["key"], "bytes": guard["bytes"],
+                           "op": "compiled guard", "dtype": None,
+                           "reason": "all" if everything else "stale" if stale else "unused"})
     if not dry_run:
         for item in chosen:
             path = Path(item["path"])

@@ -49,6 +49,7 @@ def enable(guard: str | None = None) -> None:
             if guard in (None, native_guard.AUTO) or guard == _registration.guard:
                 return
             disable()
+        native_guard.build_in_background(guard)
         for device_type in _device_types():
             if device_type not in _discoveries:
                 _discoveries[device_type] = discovery.load_or_discover(device_type)

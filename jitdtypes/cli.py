@@ -38,6 +38,10 @@ def cmd_ops(args) -> int:
         json.dump(rows, sys.stdout, indent=1)
         print()
         return 0
+    registration = jitdtypes._registration
+    if registration is not None:
+        typed = f", {len(registration.typed)} of {len(registration.keys)} typed" if registration.compiled else ""
+        print(f"guard: {registration.guard}{typed}")
     _print_table(rows, ["op", "dtype", "device", "support", "path", "calls"])
     counts: dict[str, int] = {}
     for row in rows:
@@ -72,15 +76,30 @@ def cmd_warm(args) -> int:
         if _is_terminal():
             print(f"\r\033[K[{done + 1}/{total}] {label}"[:160], end="", flush=True)
 
+    guard_line = _warm_guard()
     summary = warm.warm(names, device, ops, progress)
     if _is_terminal():
         print("\r\033[K", end="")
     for label, error in summary.failed:
         print(f"failed: {label}: {error}")
     compiled = f", compiled {summary.compiled}" if device == "cuda" else ""
+    print(guard_line)
     print(f"warm {','.join(names)} on {device}: {summary.total} kernels: generated {summary.generated}, "
           f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}")
     return 1 if summary.failed else 0
+
+
+def _warm_guard() -> str:
+    """Build (or find) the compiled dispatch guard, as the next import would."""
+    from . import native_guard
+
+    try:
+        chosen = native_guard.resolve()
+    except native_guard.GuardUnavailable as exc:
+        return f"guard: unavailable ({exc})"
+    if chosen != native_guard.COMPILED:
+        return f"guard: {chosen}"
+    return f"guard: compiled, {native_guard.info()['path']}"
 
 
 def _when(timestamp) -> str:
@@ -107,8 +126,23 @@ def cmd_cache_info(args) -> int:
     for found in report["discovery"]:
         print(f"discovery  {found.get('device_type')} torch {found.get('torch')}: {found.get('overrides')} overrides "
               f"({found['bytes']:,} bytes)")
+    active = _active_guard()
+    for guard in report["guard"]:
+        status = guard["problem"] or ("loaded by this torch build" if guard["key"] == active else "another build")
+        print(f"guard      {guard['key']} torch {guard['torch']}, {guard['compiler']}: {guard['bytes']:,} bytes "
+              f"({status})")
+    if not report["guard"]:
+        print("guard      no compiled guard built yet (the Python guard is used until one is)")
     print(f"total      {report['bytes']:,} bytes")
     return 0
+
+
+def _active_guard() -> str | None:
+    """The compiled-guard key this torch build would load (None if the Python guard is forced)."""
+    from . import native_guard
+    from .native_guard import build
+
+    return None if native_guard.requested() == native_guard.PYTHON else build.key()
 
 
 def cmd_cache_list(args) -> int:
@@ -162,9 +196,11 @@ def cmd_cache_clean(args) -> int:
     from . import discovery
 
     current = {str(discovery.cache_path(device)) for device in ("cpu", "cuda")}
+    from .native_guard import build
+
     removed = inventory.clean(everything=args.all, older_than_s=older, dtype=args.dtype,
                               stale_for=_current_versions() if args.stale else None, current_discovery=current,
-                              dry_run=args.dry_run)
+                              current_guard=build.key(), dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for item in removed:
         label = f"{item['op']} {item['dtype'] or ''}".strip()
@@ -187,7 +223,7 @@ def cmd_cache_verify(args) -> int:
     from cache_tools import inventory
 
     damaged = inventory.verify(fix=args.fix)
-    total = len(inventory.scan()) + (len(damaged) if args.fix else 0)
+    total = len(inventory.scan()) + len(inventory.guard_entries()) + (len(damaged) if args.fix else 0)
     for item in damaged:
         print(f"{'removed' if args.fix else 'damaged'} {item['path']}: {item['problem']}")
     print(f"{total} entries checked, {len(damaged)} damaged" + (", removed (they regenerate on next use)"
@@ -223,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument("--ops", help="comma-separated template ops (exp,mul,matmul,...); default: all")
     warm.set_defaults(run=cmd_warm)
 
-    cache = commands.add_parser("cache", help="inspect and clean the kernel cache").add_subparsers(
+    cache = commands.add_parser("cache", help="inspect and clean the kernel and guard cache").add_subparsers(
         dest="cache_command", required=True)
     info = cache.add_parser("info", help="directory, entries, bytes, versions seen")
     info.add_argument("--json", action="store_true")
@@ -240,7 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     clean.add_argument("--all", action="store_true", help="everything, discovery results included")
     clean.add_argument("--older-than", metavar="AGE", help="not used for AGE (30d, 12h, 45m, 90s)")
     clean.add_argument("--dtype", choices=complex_names)
-    clean.add_argument("--stale", action="store_true", help="made by other torch/triton/jitdtypes versions")
+    clean.add_argument("--stale", action="store_true",
+                       help="made by other torch/triton/jitdtypes versions (kernels, discovery, compiled guards)")
     clean.add_argument("--dry-run", action="store_true", help="print what would be removed")
     clean.set_defaults(run=cmd_cache_clean)
     verify = cache.add_parser("verify", help="check every entry's content hash, metadata and permissions")

@@ -10,6 +10,7 @@ a target dtype are routed: native first for PARTIAL support, then a template ker
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import warnings
@@ -149,10 +150,16 @@ def make_kernel(info: Overload, original, status: dict[str, str], device_type: s
         "CATEGORY": _DTYPE_CATEGORY,
         "ZERO_DIM_EXACT": _ZERO_DIM_EXACT,
     }
-    exec(compile(_guard_source(info), f"<jitdtypes guard {info.full_name}>", "exec"), namespace)
+    exec(_compiled_guard(_guard_source(info)), namespace)
     kernel = namespace["kernel"]
     kernel.__qualname__ = kernel.__name__ = f"jitdtypes_{info.short_name.replace('.', '_')}"
     return kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_guard(source: str):
+    # overloads with the same schema shape share one source: compile it once (import time)
+    return compile(source, "<jitdtypes guard>", "exec")
 
 
 def _guard_source(info: Overload) -> str:

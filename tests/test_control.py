@@ -86,9 +86,11 @@ def test_cli_version_and_ops():
     assert listing.returncode == 0, listing.stderr
     rows = json.loads(listing.stdout)
     assert rows and all(r["dtype"] == "complex32" and r["device"] == "cpu" for r in rows)
+    assert {r["guard"] for r in rows} == {jitdtypes.guard()}
     by_op = {r["op"]: r for r in rows}
     assert by_op["aten::exp"]["path"] == "upcast" and by_op["aten::mul.Tensor"]["path"] == "native"
     table = subprocess.run(["jitdtypes", "ops", "--path", "upcast"], capture_output=True, text=True, timeout=300)
     lines = table.stdout.splitlines()
-    assert lines[0].split() == ["op", "dtype", "device", "support", "path", "calls"]
+    assert lines[0].startswith(f"guard: {jitdtypes.guard()}")
+    assert lines[1].split() == ["op", "dtype", "device", "support", "path", "calls"]
     assert lines[-1].endswith("upcast") and "rows" in lines[-1]

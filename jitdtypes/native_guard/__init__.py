@@ -57,16 +57,38 @@ def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
 
 
 def load() -> ctypes.CDLL:
-    """The loaded guard library (built on first use for this torch build); BuildError/OSError otherwise."""
+    """The loaded guard library (built on first use for this torch build); BuildError/OSError otherwise.
+    A failure is remembered: the process does not try the compiler again."""
     with _lock:
+        if "error" in _loaded:
+            raise _loaded["error"]
         if "library" not in _loaded:
-            path, meta = build.ensure()
             try:
-                library = _bind(ctypes.CDLL(str(path), mode=os.RTLD_LOCAL))
-            except AttributeError as exc:  # a library that is not ours
-                raise OSError(f"{path}: {exc}") from exc
+                path, meta = build.ensure()
+                try:
+                    library = _bind(ctypes.CDLL(str(path), mode=os.RTLD_LOCAL))
+                except AttributeError as exc:  # a library that is not ours
+                    raise OSError(f"{path}: {exc}") from exc
+            except (build.BuildError, OSError) as exc:
+                _loaded["error"] = exc
+                raise
             _loaded.update(library=library, path=path, meta=meta)
         return _loaded["library"]
+
+
+def build_in_background(choice: str | None = None) -> None:
+    """Start building (or loading) the compiled guard on a thread, unless the Python guard is chosen: a first
+    import then compiles it on one core while discovery probes on the other. `load` waits for it."""
+    if (choice or requested()) == PYTHON or "library" in _loaded:
+        return
+    threading.Thread(target=_load_quietly, name="jitdtypes-guard-build", daemon=True).start()
+
+
+def _load_quietly() -> None:
+    try:
+        load()
+    except (build.BuildError, OSError):
+        pass  # remembered by load(): resolve() reports it
 
 
 def info() -> dict:

@@ -1,6 +1,6 @@
 """Builds guard.cpp into a shared library with the C++ compiler the machine has, once per torch build.
 
-Key = sha256(format, guard.cpp, torch version and git revision, C++ ABI, platform): check the store, lock,
+Key = sha256(format, guard.cpp and its header, torch version and git revision, C++ ABI, platform): check the store, lock,
 check again, build in a private workspace, install. Without a usable compiler or cache the caller falls back.
 """
 
@@ -27,6 +27,7 @@ log = logging.getLogger("jitdtypes")
 
 FORMAT = 1
 SOURCE = Path(__file__).with_name("guard.cpp")
+HEADERS = (Path(__file__).with_name("typed_signatures.h"),)
 COMPILE_TIMEOUT_S = 600
 
 
@@ -37,7 +38,8 @@ class BuildError(RuntimeError):
 def key() -> str:
     torch_dir = Path(torch.__file__).parent
     parts = [
-        str(FORMAT), hashlib.sha256(SOURCE.read_bytes()).hexdigest(), torch.__version__,
+        str(FORMAT), *(hashlib.sha256(path.read_bytes()).hexdigest() for path in (SOURCE, *HEADERS)),
+        torch.__version__,
         torch.version.git_version or "", str(torch._C._GLIBCXX_USE_CXX11_ABI), sys.platform, platform.machine(),
         str(torch_dir),
     ]
@@ -83,7 +85,7 @@ def _build_into(workspace: Path) -> dict:
 
 def _announce() -> None:
     log.warning("jitdtypes: building the compiled dispatch guard with the C++ compiler "
-                "(once per torch build; about 10 s)")
+                "(once per torch build; about 20 s)")
 
 
 def ensure(store: GuardStore | None = None) -> tuple[Path, dict]:

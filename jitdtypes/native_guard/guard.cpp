@@ -4,7 +4,7 @@
 // same key just before the guard and so sits underneath it.
 //
 // Two forms. A typed guard has the operator's unboxed C++ signature, so the dispatcher calls it directly and
-// it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures();
+// it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures.h;
 // every other operator gets the boxed guard, which scans the argument stack and costs the dispatcher's boxing
 // and unboxing on top (about 0.2 us).
 //
@@ -177,57 +177,7 @@ struct Typed<Return(Args...)> {
 
 using TypedRegistrar = void (*)(torch::Library&, const char*, c10::DispatchKey, std::shared_ptr<const GuardState>);
 
-#define JD_TYPED(key, ...) {key, &Typed<__VA_ARGS__>::register_guard}
-
-// key: the schema's argument and return types as c10 spells them ("!" marks a written tensor). Several
-// C++ signatures can share a key (Tensor[] is ITensorListRef for cat, TensorList elsewhere): they are tried
-// in order, and the dispatcher refuses a signature that is not the operator's.
-const std::unordered_multimap<std::string, TypedRegistrar>& typed_signatures() {
-  using T = const Tensor&;
-  using W = Tensor&;
-  using S = const c10::Scalar&;
-  using OS = const std::optional<c10::Scalar>&;
-  using ODims = at::OptionalIntArrayRef;
-  using ODtype = std::optional<ScalarType>;
-  static const std::unordered_multimap<std::string, TypedRegistrar> table = {
-      JD_TYPED("Tensor->Tensor", Tensor(T)),
-      JD_TYPED("!Tensor->!Tensor", W(W)),
-      JD_TYPED("Tensor,!Tensor->!Tensor", W(T, W)),
-      JD_TYPED("Tensor,Tensor->Tensor", Tensor(T, T)),
-      JD_TYPED("!Tensor,Tensor->!Tensor", W(W, T)),
-      JD_TYPED("Tensor,Tensor,!Tensor->!Tensor", W(T, T, W)),
-      JD_TYPED("Tensor,Tensor,Tensor->Tensor", Tensor(T, T, T)),
-      JD_TYPED("!Tensor,Tensor,Tensor->!Tensor", W(W, T, T)),
-      JD_TYPED("Tensor,Tensor,Tensor,!Tensor->!Tensor", W(T, T, T, W)),
-      JD_TYPED("Tensor,Scalar->Tensor", Tensor(T, S)),
-      JD_TYPED("!Tensor,Scalar->!Tensor", W(W, S)),
-      JD_TYPED("Tensor,Scalar,!Tensor->!Tensor", W(T, S, W)),
-      JD_TYPED("Tensor,Tensor,Scalar->Tensor", Tensor(T, T, S)),
-      JD_TYPED("!Tensor,Tensor,Scalar->!Tensor", W(W, T, S)),
-      JD_TYPED("Tensor,Tensor,Scalar,!Tensor->!Tensor", W(T, T, S, W)),
-      JD_TYPED("Tensor,Tensor,Tensor,Scalar->Tensor", Tensor(T, T, T, S)),
-      JD_TYPED("!Tensor,Tensor,Tensor,Scalar->!Tensor", W(W, T, T, S)),
-      JD_TYPED("Tensor,Tensor,Tensor,Scalar,Scalar->Tensor", Tensor(T, T, T, S, S)),
-      JD_TYPED("!Tensor,Tensor,Tensor,Scalar,Scalar->!Tensor", W(W, T, T, S, S)),
-      JD_TYPED("Tensor,Tensor,Tensor,Scalar,Scalar,!Tensor->!Tensor", W(T, T, T, S, S, W)),
-      JD_TYPED("!Tensor,Tensor,bool->!Tensor", W(W, T, bool)),
-      JD_TYPED("Tensor,int->Tensor", Tensor(T, int64_t)),
-      JD_TYPED("Tensor,int[]->Tensor", Tensor(T, at::IntArrayRef)),
-      JD_TYPED("Tensor,int,ScalarType?->Tensor", Tensor(T, int64_t, ODtype)),
-      JD_TYPED("Tensor,int[]?,bool,ScalarType?->Tensor", Tensor(T, ODims, bool, ODtype)),
-      JD_TYPED("Tensor,int[]?,bool,ScalarType?,!Tensor->!Tensor", W(T, ODims, bool, ODtype, W)),
-      JD_TYPED("Tensor,int[]?,Scalar?,bool->Tensor", Tensor(T, ODims, OS, bool)),
-      JD_TYPED("Tensor,int[]?,Scalar?,bool->(Tensor,Tensor)", std::tuple<Tensor, Tensor>(T, ODims, OS, bool)),
-      JD_TYPED("Tensor,Scalar,int[]?,bool,ScalarType?->Tensor", Tensor(T, S, ODims, bool, ODtype)),
-      JD_TYPED("Tensor,MemoryFormat?->Tensor", Tensor(T, std::optional<at::MemoryFormat>)),
-      JD_TYPED("Tensor,Tensor?[]->Tensor", Tensor(T, const c10::List<std::optional<Tensor>>&)),
-      JD_TYPED("Tensor[],int->Tensor", Tensor(const at::ITensorListRef&, int64_t)),
-      JD_TYPED("Tensor[],int->Tensor", Tensor(at::TensorList, int64_t)),
-  };
-  return table;
-}
-
-#undef JD_TYPED
+#include "typed_signatures.h"
 
 std::string signature_key(const c10::FunctionSchema& schema) {
   auto describe = [](const c10::Argument& a) {
