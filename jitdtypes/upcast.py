@@ -2,8 +2,9 @@
 
 Results follow complex64's rules mapped down: a complex result comes back in the inputs' 16-bit complex
 dtype, a real floating one in float16/bfloat16; integer and bool results are left alone. Inputs that
-promote past 16 bits (complex32 with float32, complex32 with bcomplex32) keep the wide result. Errors of the
-32-bit call name the caller's dtypes.
+promote past 16 bits (complex32 with float32, complex32 with bcomplex32) keep the wide result; weights are
+not inputs in that sense (cov's float32 aweights leave its result in the data's dtype). Errors of the 32-bit
+call name the caller's dtypes.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from kernels_templates.common import resize_output
 
 from . import dtypes, error_messages
 from .schema import OTHER, Overload
+
+
+# Arguments that weigh the data: PyTorch's arithmetic lets float32 weights promote 16-bit data to complex64,
+# where the caller asked for statistics of the data.
+WEIGHTS = {"aten::cov": frozenset({"fweights", "aweights"})}
 
 
 def widen(t: torch.Tensor) -> torch.Tensor:
@@ -67,10 +73,11 @@ def _widen_value(value):
 def run(info: Overload, args: tuple, kwargs: dict):
     """info.op(*args, **kwargs) computed in 32 bits; mutated arguments are written back in place."""
     inputs, mutated = [], []
+    weights = WEIGHTS.get(info.full_name, ())
     for arg, value in _named_values(info, args, kwargs):
         if arg.is_write:
             mutated.append(value)
-        elif arg.kind != OTHER:
+        elif arg.kind != OTHER and arg.name not in weights:
             inputs.extend(t for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor))
     requested = kwargs.get("dtype")
     if isinstance(requested, torch.dtype):
