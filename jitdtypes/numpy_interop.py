@@ -18,8 +18,12 @@ from __future__ import annotations
 import functools
 import sys
 
-import numpy as np
 import torch
+
+try:
+    import numpy as np
+except ImportError:  # PyTorch runs without numpy: then there are no arrays, and nothing to install
+    np = None
 
 from . import dtypes
 
@@ -95,8 +99,8 @@ def _numpy_method(original_numpy):
     def numpy(self, *args, **kwargs):
         # numpy(force=True) copies to the CPU and resolves conj/neg bits before it looks at the dtype: ours go
         # straight to the conversion after PyTorch's two checks that come before (subclass, layout)
-        if kwargs and kwargs.get("force") is True and len(kwargs) == 1 and not args:
-            if self.dtype in _ML_DTYPES_NAMES and self.layout == torch.strided and not _is_python_subclass(self):
+        if kwargs and self.dtype in _ML_DTYPES_NAMES and kwargs.get("force") is True and len(kwargs) == 1:
+            if not args and self.layout == torch.strided and not _is_python_subclass(self):
                 return _tensor_to_numpy(original_numpy, self, force=True)
         try:
             return original_numpy(self, *args, **kwargs)
@@ -192,7 +196,7 @@ _installed: list[tuple[object, str, object, object]] = []  # (owner, attribute, 
 
 def install() -> None:
     """Put the wrappers in place (idempotent)."""
-    if _installed:
+    if _installed or np is None:
         return
     for owner, name, make_wrapper in _PATCHES:
         before = owner.__dict__.get(name, _MISSING)

@@ -2,9 +2,12 @@
 torch.tensor on complex32/bcomplex32 give what they give for complex64 (shapes, strides, memory sharing,
 errors), with the bits intact. Other dtypes see PyTorch's own functions: same results, same errors."""
 
+import os
+import subprocess
 import sys
 import types
 import warnings
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -260,6 +263,24 @@ def test_without_ml_dtypes_the_error_names_the_extra(target, monkeypatch):
             call()
         assert str(info.value) == (f"Got unsupported ScalarType {dtypes.SCALAR_TYPE_NAMES[target]}: numpy arrays of "
                                    f'{dtypes.NAMES[target]} need ml_dtypes >= 0.6: pip install "jitdtypes[numpy]"')
+
+
+def test_without_numpy_jitdtypes_installs_no_wrappers_and_pytorch_says_why():
+    code = """import sys
+sys.modules["numpy"] = None
+import torch, jitdtypes
+assert jitdtypes.is_enabled() and type(torch.tensor) is type(len)
+for dtype in (torch.complex32, torch.complex64):
+    try:
+        torch.zeros(2, dtype=dtype).numpy()
+    except RuntimeError as exc:
+        print(exc)
+"""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["Numpy is not available"] * 2
 
 
 def test_disabled_means_pytorchs_own_functions():
