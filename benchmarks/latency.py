@@ -39,8 +39,9 @@ def main(repeats: int = 5) -> None:
     cold, warm, preloaded = [], [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as cache:
-            if discovery:  # reuse the discovery results, start with no kernels
-                os.symlink(os.path.join(discovery, "discovery"), os.path.join(cache, "discovery"))
+            if discovery:  # reuse the discovery results and compiled guard, start with no kernels
+                for part in ("discovery", "guard"):
+                    os.symlink(os.path.join(discovery, part), os.path.join(cache, part))
             cold.append(_child(cache))
             warm.append(_child(cache))
             preloaded.append(_child(cache, preload=True))

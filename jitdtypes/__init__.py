@@ -40,13 +40,14 @@ def _device_types() -> list[str]:
 
 def enable(guard: str | None = None) -> None:
     """Install the overrides (idempotent). `guard`: "compiled", "python" or "auto" (default: the
-    JITDTYPES_GUARD environment variable, else auto: compiled when a C++ compiler can build it)."""
+    JITDTYPES_GUARD environment variable, else auto: compiled when a C++ compiler can build it); given while
+    installed, it switches the guard if it differs."""
     global _registration
     from . import discovery, native_guard, registrar
 
     with _lock:
         if _registration is not None:
-            if guard in (None, native_guard.AUTO) or guard == _registration.guard:
+            if guard is None or native_guard.resolve(guard) == _registration.guard:
                 return
             disable()
         native_guard.build_in_background(guard)

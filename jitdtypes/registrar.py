@@ -144,7 +144,6 @@ def make_kernel(info: Overload, original, status: dict[str, str], device_type: s
         "route": router.route,
         "general": router.general,
         "NO_KWARGS": {},
-        "exact": wrapped_numbers.exact_tensor,
         "operand_for": wrapped_numbers.operand_for,
         "NUMBER_CATEGORY": _NUMBER_CATEGORY,
         "CATEGORY": _DTYPE_CATEGORY,
@@ -264,16 +263,13 @@ def _exact_number_lines(info: Overload, values: list[str], binary: tuple[int, in
         return []
     return [
         f"{indent}if {' and '.join(conditions)}:",
-        f"{indent}    if {other}.ndim:",
+        f"{indent}    if {other}.ndim or {other}.dtype in ZERO_DIM_EXACT:",
         f"{indent}        return {call(f'operand_for({number}, {other}.dtype)')}",
-        f"{indent}    if {other}.dtype in ZERO_DIM_EXACT:",
-        f"{indent}        return {call(f'exact({number}, {other}.dtype)')}",
     ]
 
 
 _SEVERITY = {MISSING: 2, PARTIAL: 1}
 _NUMBERS = (bool, int, float, complex)
-_SIXTEEN_BIT = frozenset(dtypes.COMPUTE_DTYPE)
 # type-promotion categories: bool < integer < floating < complex
 _NUMBER_CATEGORY = {bool: 0, int: 1, float: 2}
 _DTYPE_CATEGORY = {
@@ -356,15 +352,18 @@ class _Router:
         if dimensioned >= 0 and zero_dim < 0:
             # next to dimensioned tensors of the same or a higher category a number does not promote; of a
             # lower category it promotes to that category's default dtype
-            dtype = None if highest_number <= dimensioned else _CATEGORY_DEFAULT[highest_number]()
-        elif dimensioned < 0 <= zero_dim and highest_number <= zero_dim and zero_dim_dtype not in _SIXTEEN_BIT:
-            # only zero-dim tensors: the result is their dtype, and kernels compute in it (not so for 16 bits)
-            dtype = zero_dim_dtype
+            if highest_number <= dimensioned:
+                operand = wrapped_numbers.exact_tensor
+            else:
+                operand = functools.partial(wrapped_numbers.exact_tensor, dtype=_CATEGORY_DEFAULT[highest_number]())
+        elif dimensioned < 0 <= zero_dim and highest_number <= zero_dim and zero_dim_dtype in _ZERO_DIM_EXACT:
+            # only zero-dim tensors: the result is their dtype, and kernels compute in it
+            operand = functools.partial(wrapped_numbers.operand_for, dtype=zero_dim_dtype)
         else:
             return None
         args = list(args)
         for i in numbers:
-            args[i] = wrapped_numbers.exact_tensor(args[i], dtype)
+            args[i] = operand(args[i])
         return args
 
     def route(self, keyset, args, kwargs, dtype=None):

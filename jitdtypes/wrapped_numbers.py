@@ -14,7 +14,6 @@ import torch
 
 from . import dtypes
 
-_SIXTEEN_BIT = frozenset(dtypes.COMPUTE_DTYPE)
 _CACHE_LIMIT = 4096
 _cache: dict = {}
 
@@ -42,11 +41,13 @@ _CAST_FIRST = {torch.float32: 2**24, torch.complex64: 2**24, torch.float64: 2**5
 
 
 def operand_for(value, dtype: torch.dtype) -> torch.Tensor:
-    """The zero-dim tensor to pass for the wrapped number `value` next to a dimensioned tensor of `dtype`
-    that is also the result dtype: in `dtype` itself where the kernel would cast the number to it anyway
-    (that saves the kernel a temporary copy, about 1 us), else in the number's own dtype."""
+    """The zero-dim tensor to pass for the wrapped number `value` next to a tensor of `dtype` that is also the
+    result dtype (the number's category is not higher): in `dtype` itself where the kernel would cast the
+    number to it anyway (that saves the kernel a temporary copy, about 1 us), else in the number's own dtype,
+    which promotes no further next to it."""
     limit = _CAST_FIRST.get(dtype)
-    if limit is not None and (value.__class__ is float or -limit <= value <= limit):
+    cls = value.__class__  # not bool: kernels check for bool operands (sub refuses them)
+    if limit is not None and (cls is float or (cls is int and -limit <= value <= limit)):
         return exact_tensor(value, dtype)
     return exact_tensor(value)
 
@@ -54,9 +55,10 @@ def operand_for(value, dtype: torch.dtype) -> torch.Tensor:
 def call_original(original, keyset, args, kwargs, scalar_positions, tensors):
     """original(args with the Python numbers at `scalar_positions` as tensors), with the promotion of wrapped
     numbers. A tensor of the number's own dtype keeps it next to dimensioned tensors of the same or higher
-    category. Where it would change the result dtype, the result dtype itself is used: when the number
-    raises the category (int tensor * 2.5 -> float32), where the default 32-bit dtype loses nothing; or when
-    every tensor is zero-dim and 16-bit, which is computed on one-element views instead.
+    category. Where it would change the result dtype, either every tensor is zero-dim and the number does not
+    raise the category, which is computed on one-element views instead (the number is then cast in the
+    kernel, as a wrapped one: float16 computes it in float32, int32 truncates it); or the number raises the
+    category (int tensor * 2.5 -> float32), and the result dtype itself holds it as well as the kernel would.
     `tensors` are the inputs that take part in type promotion (not out= or other written arguments)."""
     scalars = [args[i] for i in scalar_positions]
     expected = dtypes.result_dtype(tensors, scalars)
@@ -64,7 +66,7 @@ def call_original(original, keyset, args, kwargs, scalar_positions, tensors):
     args = list(args)
     if dtypes.result_dtype(tensors + exact) == expected:
         zero_dims = exact
-    elif expected in _SIXTEEN_BIT and tensors and all(t.dim() == 0 for t in tensors):
+    elif tensors and all(t.dim() == 0 for t in tensors) and expected == dtypes.result_dtype(tensors):
         return _call_on_one_element_views(original, keyset, args, kwargs, scalar_positions, exact)
     else:
         zero_dims = [exact_tensor(s, expected) for s in scalars]

@@ -1,7 +1,9 @@
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 import torch
 
 # Without a GPU, Triton kernels run in its interpreter; the switch must be set before triton is imported
@@ -15,6 +17,30 @@ if not os.environ.get("JITDTYPES_CACHE_DIR"):
 
 import jitdtypes  # noqa: E402 - after the environment above; runs (or loads) discovery once per session
 
-# Where this session's discovery results live: tests that want an empty kernel cache copy them from here.
+# Where this session's discovery results and compiled guard live: tests that want an empty kernel cache copy
+# them from here (seed_cache), so that their processes neither probe nor compile again.
 DISCOVERY_CACHE = Path(os.environ["JITDTYPES_CACHE_DIR"])
 assert jitdtypes.is_enabled() or os.environ.get("JITDTYPES_DISABLE")
+
+
+def seed_cache(root: Path) -> Path:
+    """`root` as a private cache holding this session's discovery results and compiled guard, no kernels."""
+    from jitdtypes.native_guard import build
+
+    root.mkdir(mode=0o700, exist_ok=True)
+    shutil.copytree(DISCOVERY_CACHE / "discovery", root / "discovery", ignore=shutil.ignore_patterns("*.lock"))
+    guard = DISCOVERY_CACHE / "guard" / build.key()
+    if guard.is_dir():
+        (root / "guard").mkdir(mode=0o700)
+        shutil.copytree(guard, root / "guard" / guard.name)
+    return root
+
+
+@pytest.fixture(params=["compiled", "python"])
+def guard(request):
+    """Runs a test under each dispatch guard (skipped for the compiled one where it cannot be built)."""
+    jitdtypes.enable(request.param)
+    if jitdtypes.guard() != request.param:
+        pytest.skip(f"no {request.param} guard in this session")
+    yield request.param
+    jitdtypes.enable(os.environ.get("JITDTYPES_GUARD") or "auto")

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jitdtypes import dtypes
-from tests.conftest import DISCOVERY_CACHE
+from tests.conftest import seed_cache
 
 # bcomplex32 where torch has it (2.14+), else complex32
 LAST_DTYPE = "bcomplex32" if "bcomplex32" in dtypes.BY_NAME else "complex32"
@@ -27,10 +26,7 @@ def jitdtypes_cli(cache: Path, *args, check_rc=0):
 @pytest.fixture
 def cache(tmp_path):
     """A cache holding this torch build's discovery results and no kernels."""
-    root = tmp_path / "cache"
-    root.mkdir(mode=0o700)
-    shutil.copytree(DISCOVERY_CACHE / "discovery", root / "discovery")
-    return root
+    return seed_cache(tmp_path / "cache")
 
 
 def _warm(cache, ops="exp,mul,cumsum"):
@@ -95,17 +91,23 @@ def test_clean_by_dtype_age_staleness_and_all(cache):
     meta = json.loads(meta_path.read_text())
     meta_path.write_text(json.dumps({**meta, "torch": "1.0.0", "last_used": time.time() - 7200}))
     (cache / "discovery" / "cpu-torch1.0.0-0000000000000000.json").write_text('{"torch": "1.0.0"}')
+    other_build = cache / "guard" / ("0" * 20)  # a compiled guard another torch build would load
+    other_build.mkdir(parents=True)
+    (other_build / "meta.json").write_text(json.dumps({"key": "0" * 20, "torch": "1.0.0"}))
+    current_guards = {p.name for p in (cache / "guard").iterdir() if p.is_dir()} - {other_build.name}
     stale = jitdtypes_cli(cache, "cache", "clean", "--stale").stdout
     assert "stale" in stale and meta["key"] not in json.dumps(json.loads(
         jitdtypes_cli(cache, "cache", "list", "--json").stdout))
     assert "torch1.0.0" in stale and len(list((cache / "discovery").glob("*.json"))) == 1  # the current one stays
+    assert "compiled guard" in stale and {p.name for p in (cache / "guard").iterdir() if p.is_dir()} == current_guards
     assert "removed 0 entries" in jitdtypes_cli(cache, "cache", "clean", "--older-than", "30d").stdout
     assert jitdtypes_cli(cache, "cache", "clean", "--older-than", "soon", check_rc=2).stderr
     jitdtypes_cli(cache, "cache", "clean", check_rc=2)  # nothing asked for
 
     everything = jitdtypes_cli(cache, "cache", "clean", "--all").stdout
-    assert "discovery" in everything
-    assert json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)["entries"] == 0
+    assert "discovery" in everything and ("compiled guard" in everything) == bool(current_guards)
+    info = json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)
+    assert info["entries"] == 0 and info["guard"] == [] and info["discovery"] == []
 
 
 def test_verify_finds_and_fixes_damage(cache):
@@ -125,6 +127,25 @@ def test_verify_finds_and_fixes_damage(cache):
     fixed = jitdtypes_cli(cache, "cache", "verify", "--fix").stdout
     assert "removed (they regenerate on next use)" in fixed
     assert jitdtypes_cli(cache, "cache", "verify").stdout.strip().endswith("0 damaged")
+
+
+def test_info_and_verify_cover_the_compiled_guard(cache):
+    import jitdtypes
+
+    if jitdtypes.guard() != "compiled":
+        pytest.skip("this session runs the Python guard")
+    text = jitdtypes_cli(cache, "cache", "info").stdout
+    (guard_line,) = [line for line in text.splitlines() if line.startswith("guard ")]
+    assert "loaded by this torch build" in guard_line
+    (entry,) = json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)["guard"]
+    library = Path(entry["path"])
+    damaged = bytearray(library.read_bytes())
+    damaged[-1] ^= 0xFF
+    library.write_bytes(bytes(damaged))
+    report = jitdtypes_cli(cache, "cache", "verify", check_rc=1).stdout
+    assert "library does not match its recorded sha256" in report and "1 damaged" in report
+    jitdtypes_cli(cache, "cache", "verify", "--fix")
+    assert not library.parent.exists()
 
 
 def test_demo_runs(cache):

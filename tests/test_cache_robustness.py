@@ -3,7 +3,6 @@
 import errno
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -14,7 +13,7 @@ import jitdtypes
 from cache_tools import atomic, inventory
 from cache_tools.store import SOURCE
 from jitdtypes import engine
-from tests.conftest import DISCOVERY_CACHE
+from tests.conftest import seed_cache
 
 OPS = "exp,mul,sum"
 
@@ -22,9 +21,7 @@ OPS = "exp,mul,sum"
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """A private cache with this build's discovery results, the interpreter backend, nothing loaded."""
-    root = tmp_path / "cache"
-    root.mkdir(mode=0o700)
-    shutil.copytree(DISCOVERY_CACHE / "discovery", root / "discovery")
+    root = seed_cache(tmp_path / "cache")
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(root))
     monkeypatch.setattr(engine, "_loaded", {})
     monkeypatch.setattr(engine, "_warned", set())
@@ -149,7 +146,9 @@ print("ok" if err < 1e-2 else "wrong", engine.counters["in_memory"])
 def test_an_unwritable_cache_location_does_not_break_ops(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("the cache directory cannot live under a file")
-    env = {**os.environ, "JITDTYPES_CACHE_DIR": str(blocker / "cache"), "JITDTYPES_CPU_BACKEND": "triton-interpret"}
+    # the Python guard: this is about the kernel cache (tests/test_guard.py covers an unusable guard cache)
+    env = {**os.environ, "JITDTYPES_CACHE_DIR": str(blocker / "cache"), "JITDTYPES_CPU_BACKEND": "triton-interpret",
+           "JITDTYPES_GUARD": "python"}
     if os.geteuid() != 0:  # a read-only directory stops everyone but root
         readonly = tmp_path / "readonly"
         readonly.mkdir(mode=0o500)

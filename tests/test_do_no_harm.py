@@ -1,5 +1,6 @@
-"""Do no harm: with the overrides installed, every OpInfo sample in float32, float16, complex64 and int64
-gives bit-identical results (dtype, shape, strides, bytes) to plain PyTorch, and raises where it raised."""
+"""Do no harm: with the overrides installed, under either dispatch guard, every OpInfo sample in float32,
+float16, complex64 and int64 gives bit-identical results (dtype, shape, strides, bytes) to plain PyTorch, and
+raises where it raised, the same exception type with the same message."""
 
 import math
 
@@ -56,17 +57,18 @@ def _run_all(ops, dtype):
                     fingerprint = _metadata  # torch.empty & co: the bytes are whatever memory held
                 outcomes[(db.op_id(op), index)] = ("ok", [fingerprint(v) for v in db.flat(result)])
             except Exception as exc:
-                outcomes[(db.op_id(op), index)] = ("error", type(exc).__name__)
+                outcomes[(db.op_id(op), index)] = ("error", (type(exc).__name__, str(exc)))
     return outcomes
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-def test_results_bit_identical_with_and_without_jitdtypes(dtype):
+def test_results_bit_identical_with_and_without_jitdtypes(dtype, guard):
     ops = db.ops_supporting(dtype)
     assert jitdtypes.is_enabled()
     with jitdtypes.disabled():
         assert not jitdtypes.is_enabled()
         before = _run_all(ops, dtype)
+    assert jitdtypes.guard() == guard
     after = _run_all(ops, dtype)
     assert before.keys() == after.keys()
     differences = []
@@ -74,7 +76,8 @@ def test_results_bit_identical_with_and_without_jitdtypes(dtype):
         after_kind, after_payload = after[key]
         if kind == "error":
             if after_kind != "error" or after_payload != payload:
-                differences.append((key, f"raised {payload} before, {after_kind} {after_payload if after_kind == 'error' else ''}"))
+                now = after_payload if after_kind == "error" else "no error"
+                differences.append((key, f"raised {payload} before, {now} now"))
         elif after_kind != "ok":
             differences.append((key, f"worked before, raises {after_payload} now"))
         elif len(payload) != len(after_payload) or not all(map(_same, payload, after_payload)):

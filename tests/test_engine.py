@@ -12,11 +12,13 @@ import torch
 import jitdtypes
 from cache_tools.store import SOURCE, KernelStore, sha256
 from jitdtypes import engine
+from tests.conftest import seed_cache
 
 
 @pytest.fixture
 def fresh_cache(tmp_path, monkeypatch):
-    """An empty cache directory, the triton-interpret CPU backend and no kernels loaded in this process."""
+    """A cache without kernels, the triton-interpret CPU backend and no kernels loaded in this process."""
+    seed_cache(tmp_path)
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(engine, "_loaded", {})
     monkeypatch.setattr(engine, "counters", engine.Counter())

@@ -147,24 +147,34 @@ def test_stft_istft_round_trip(real):
 
 OTHER_DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32,
                 torch.uint8, torch.bool, torch.complex64]
-SCALARS = [2, 2.5, 0.1, 1e5, 1j, True, -0.0]
+SCALARS = [2, 2.5, 0.1, 1e5, 1e300, 2**40 + 1, -3, 1j, True, -0.0, float("nan"), float("inf")]
 
 
 def _outcome(fn, *args):
     try:
         result = fn(*args)
     except Exception as exc:
-        return type(exc).__name__
+        return f"{type(exc).__name__}: {exc}"
     return result.dtype, result.shape, result.reshape(-1).view(torch.uint8) if result.numel() else None
+
+
+WRAPPED_NUMBER_OPS = [
+    torch.mul, torch.div, torch.add, torch.sub, torch.rsub, torch.true_divide, torch.floor_divide,
+    torch.remainder, torch.fmod, torch.pow, torch.eq, torch.lt,
+    lambda a, s: torch.add(a, s, alpha=2), lambda a, s: torch.div(a, s, rounding_mode="floor"),
+    lambda a, s: torch.where(a.abs() > 1, a, s), lambda a, s: torch.clamp(a, min=s),
+    lambda a, s: a.mul_(s) if a.dtype.is_floating_point else a * s,
+    lambda a, s: a.div_(s) if a.dtype.is_floating_point else a / s,
+    lambda a, s: torch.mul(a, s, out=torch.empty(0, dtype=a.dtype)),
+]
 
 
 @pytest.mark.parametrize("shape", [(3,), ()], ids=["1d", "0d"])
 @pytest.mark.parametrize("dtype", OTHER_DTYPES, ids=str)
-def test_wrapped_numbers_bit_identical_for_other_dtypes(dtype, shape):
+def test_wrapped_numbers_bit_identical_for_other_dtypes(dtype, shape, guard):
     base = torch.tensor([0.7, -1.3, 2.1]) if shape else torch.tensor(0.7)
     x = base.to(dtype) if dtype != torch.bool else torch.ones(shape, dtype=torch.bool)
-    ops = [torch.mul, torch.div, torch.add, torch.sub, lambda a, s: a.mul_(s) if a.dtype.is_floating_point
-           else a * s, lambda a, s: torch.mul(a, s, out=torch.empty(0, dtype=a.dtype))]
+    ops = WRAPPED_NUMBER_OPS
     cases = [(op, scalar) for op in ops for scalar in SCALARS]
     with jitdtypes.disabled():
         expectations = [_outcome(op, x.clone(), scalar) for op, scalar in cases]

@@ -96,10 +96,10 @@ def ensure(store: GuardStore | None = None) -> tuple[Path, dict]:
     store = store or GuardStore()
     entry_key = key()
     try:
-        entry = _read(store, entry_key)
+        entry = _read(store, entry_key, quietly=True)
         if entry is None:
             with store.lock(entry_key):
-                entry = _read(store, entry_key)
+                entry = _read(store, entry_key, quietly=False)
                 if entry is None:
                     _announce()
                     workspace = store.workspace()
@@ -114,12 +114,13 @@ def ensure(store: GuardStore | None = None) -> tuple[Path, dict]:
         return _build_private()
 
 
-def _read(store: GuardStore, entry_key: str) -> GuardEntry | None:
+def _read(store: GuardStore, entry_key: str, quietly: bool) -> GuardEntry | None:
+    """The entry, or None when absent or damaged (replaced by the build that follows, under the lock)."""
     try:
         return store.read(entry_key)
     except CorruptEntry as exc:
-        log.warning("jitdtypes: damaged compiled guard (%s): it is rebuilt", exc)
-        shutil.rmtree(store.directory(entry_key), ignore_errors=True)
+        if not quietly:
+            log.warning("jitdtypes: damaged compiled guard (%s): it is rebuilt", exc)
         return None
 
 

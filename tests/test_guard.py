@@ -1,0 +1,195 @@
+"""The two dispatch guards: which one is chosen, the fallback without a compiler, the compiled guard's
+build under concurrency, and a cache that cannot be trusted. (Bit identity for other dtypes under both
+guards: tests/test_do_no_harm.py and tests/test_fallback.py.)"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+import jitdtypes
+from jitdtypes import dtypes, native_guard
+from tests.conftest import seed_cache
+
+BUILDING = "building the compiled dispatch guard"
+FALLING_BACK = "using the Python dispatch guard"
+
+_REPORT = """
+import torch, jitdtypes
+from jitdtypes import native_guard
+z = torch.randn(4, dtype=torch.complex64).to(torch.complex32)
+right = (torch.exp(z).to(torch.complex64) - torch.exp(z.to(torch.complex64))).abs().max().item() < 1e-2
+library = str(native_guard.info().get("path", ""))
+loaded = bool(library) and any(library in line for line in open("/proc/self/maps"))
+print(jitdtypes.guard(), right, loaded)
+"""
+
+compiled_only = pytest.mark.skipif(jitdtypes.guard() != "compiled", reason="no compiled guard in this session")
+
+
+def _run(cache: Path, **env) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "JITDTYPES_CACHE_DIR": str(cache)}
+    environment.pop("JITDTYPES_GUARD", None)
+    environment.update(env)
+    return subprocess.run([sys.executable, "-c", _REPORT], env=environment, capture_output=True, text=True,
+                          timeout=900)
+
+
+def _no_compiler(tmp_path: Path) -> dict:
+    """An environment where neither $CXX nor PATH leads to a C++ compiler."""
+    empty = tmp_path / "empty-bin"
+    empty.mkdir(exist_ok=True)
+    return {"CXX": "", "PATH": str(empty)}
+
+
+@compiled_only
+def test_the_compiled_guard_is_the_default_and_typed_for_every_cpu_override():
+    registration = jitdtypes._registration
+    assert registration.guard == "compiled" and registration.compiled is not None
+    cpu_keys = [(name, key) for name, key in registration.keys if key in ("CPU", "AutogradCPU")]
+    untyped = [k for k in cpu_keys if k not in registration.typed]
+    assert len(cpu_keys) > 300 and untyped == []
+    assert {row["guard"] for row in jitdtypes.stats()} == {"compiled"}
+
+
+def test_switching_guards_in_process_keeps_results():
+    z = torch.randn(5, dtype=torch.complex64).to(torch.complex32)
+    x = torch.randn(5)
+    results = {}
+    try:
+        for guard in ("python", "compiled"):
+            jitdtypes.enable(guard)
+            if jitdtypes.guard() != guard:
+                pytest.skip("no compiled guard in this session")
+            results[guard] = (torch.exp(z), z * 2, x * 2, (x.half() * 1j).dtype)
+    finally:
+        jitdtypes.enable(os.environ.get("JITDTYPES_GUARD") or "auto")
+    python, compiled = results["python"], results["compiled"]
+    assert python[3] == compiled[3] == torch.complex32  # float16 times a complex number is complex32
+    for a, b in zip(python[:3], compiled[:3]):
+        assert a.dtype == b.dtype and torch.equal(a.view(torch.uint8) if a.is_complex() else a,
+                                                  b.view(torch.uint8) if b.is_complex() else b)
+
+
+def test_environment_variable_chooses_the_guard(tmp_path):
+    cache = seed_cache(tmp_path / "cache")
+    python = _run(cache, JITDTYPES_GUARD="python")
+    assert python.returncode == 0, python.stderr[-2000:]
+    assert python.stdout.split() == ["python", "True", "False"]
+    bogus = _run(cache, JITDTYPES_GUARD="fast")
+    assert bogus.returncode != 0 and "JITDTYPES_GUARD must be 'python' or 'compiled', not 'fast'" in bogus.stderr
+
+
+def test_without_a_compiler_the_python_guard_takes_over_with_one_warning(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    shutil.copytree(seed_cache(tmp_path / "seed") / "discovery", cache / "discovery")  # no guard built yet
+    for env in ({"CXX": str(tmp_path / "no-such-compiler")}, _no_compiler(tmp_path)):
+        run = _run(cache, **env)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout.split() == ["python", "True", "False"]
+        assert run.stderr.count(FALLING_BACK) == 1 and "no C++ compiler found" in run.stderr
+    forced = _run(cache, JITDTYPES_GUARD="compiled", **_no_compiler(tmp_path))
+    assert forced.returncode != 0
+    assert "GuardUnavailable: JITDTYPES_GUARD=compiled, but the compiled guard is not available" in forced.stderr
+
+
+def test_a_failing_build_falls_back_with_the_compiler_message(tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    shutil.copytree(seed_cache(tmp_path / "seed") / "discovery", cache / "discovery")
+    failing = tmp_path / "failing-c++"
+    failing.write_text("#!/bin/sh\necho 'guard.cpp:1: error: this compiler refuses' >&2\nexit 3\n")
+    failing.chmod(0o755)
+    run = _run(cache, CXX=str(failing))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["python", "True", "False"]
+    assert run.stderr.count(FALLING_BACK) == 1 and "exited with 3" in run.stderr
+    assert not list((cache / "guard").glob("*/*.so"))  # nothing half-built is left as an entry
+
+
+@compiled_only
+def test_eight_processes_importing_on_an_empty_cache_build_the_guard_once(tmp_path):
+    cache = tmp_path / "cache"
+    env = {**os.environ, "JITDTYPES_CACHE_DIR": str(cache)}
+    env.pop("JITDTYPES_GUARD", None)
+    processes = [subprocess.Popen([sys.executable, "-c", _REPORT], env=env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    outputs = [p.communicate(timeout=1200) for p in processes]
+    assert [p.returncode for p in processes] == [0] * 8, [err[-1500:] for _, err in outputs]
+    assert [out.split() for out, _ in outputs] == [["compiled", "True", "True"]] * 8
+    stderr = "".join(err for _, err in outputs)
+    assert stderr.count(BUILDING) == 1 and stderr.count("probing which ATen kernels") == 1
+    entries = [p for p in (cache / "guard").iterdir() if p.is_dir()]
+    assert len(entries) == 1 and not [p for p in entries if p.name.startswith(".build-")]
+
+
+def _marker_library(tmp_path: Path, marker: Path) -> bytes:
+    """A valid shared library that, if it were ever loaded, would create `marker`."""
+    source = tmp_path / "marker.c"
+    source.write_text('#include <stdio.h>\n__attribute__((constructor)) static void mark(void) '
+                      f'{{ FILE* f = fopen("{marker}", "w"); if (f) fclose(f); }}\n')
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    subprocess.run([compiler, "-shared", "-fPIC", str(source), "-o", str(tmp_path / "marker.so")], check=True)
+    return (tmp_path / "marker.so").read_bytes()
+
+
+def _seeded_guard(tmp_path: Path) -> tuple[Path, Path]:
+    cache = seed_cache(tmp_path / "cache")
+    (entry,) = [p for p in (cache / "guard").iterdir() if p.is_dir()]
+    return cache, entry / "libjitdtypes_guard.so"
+
+
+@compiled_only
+def test_a_tampered_guard_library_is_never_loaded(tmp_path):
+    cache, library = _seeded_guard(tmp_path)
+    marker = tmp_path / "the-tampered-library-ran"
+    library.write_bytes(_marker_library(tmp_path, marker))
+    run = _run(cache, **_no_compiler(tmp_path))  # so the rebuild fails and the process must do without
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert not marker.exists()
+    assert "damaged compiled guard" in run.stderr and "does not match its recorded sha256" in run.stderr
+    assert run.stdout.split() == ["python", "True", "False"]
+
+
+@compiled_only
+def test_a_guard_entry_writable_by_others_is_never_loaded(tmp_path):
+    cache, library = _seeded_guard(tmp_path)
+    library.parent.chmod(0o770)
+    run = _run(cache, **_no_compiler(tmp_path))
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "compiled guard cache is not usable" in run.stderr and "writable by group or others" in run.stderr
+    assert run.stdout.split() == ["python", "True", "False"]  # the valid library there was not loaded either
+
+
+@compiled_only
+def test_a_guard_cache_that_cannot_be_trusted_still_gets_a_private_build(tmp_path):
+    cache, library = _seeded_guard(tmp_path)
+    (cache / "guard").chmod(0o777)
+    run = _run(cache)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "building it in a private temporary directory" in run.stderr
+    assert run.stdout.split() == ["compiled", "True", "True"]
+
+
+@compiled_only
+@pytest.mark.skipif(dtypes.BCOMPLEX32 is None, reason="torch without bcomplex32")
+def test_copy_from_a_conjugated_bcomplex32_view_works_under_the_compiled_guard():
+    z = torch.randn(6, dtype=torch.complex64).to(dtypes.BCOMPLEX32)
+    destination = torch.empty(6, dtype=dtypes.BCOMPLEX32)
+    destination.copy_(z.conj())
+    assert torch.equal(torch.view_as_real(destination), torch.view_as_real(z.conj().resolve_conj()))
+    strided = torch.empty(12, dtype=dtypes.BCOMPLEX32)[::2]
+    strided.copy_(z.conj())
+    assert torch.equal(torch.view_as_real(strided), torch.view_as_real(destination))
+
+
+@compiled_only
+def test_signature_keys_name_what_the_typed_table_lists():
+    assert native_guard.signature_key("aten::mul.Tensor") == "Tensor,Tensor->Tensor"
+    assert native_guard.signature_key("aten::add_.Tensor") == "!Tensor,Tensor,Scalar->!Tensor"
+    assert native_guard.signature_key("aten::var_mean.correction") == "Tensor,int[]?,Scalar?,bool->(Tensor,Tensor)"
