@@ -1,0 +1,634 @@
+"""Compiled-code check: every template kernel compiled for real GPUs, on a machine without one.
+
+    python -m benchmarks.aot_check [--arch sm_80,sm_90] [--dtype complex32,bcomplex32] [--family fft,...]
+                                   [--subset] [--kernels] [--json] [--jobs N]
+
+Each family's variants() are rendered for CUDA and each module's `run` is called on CPU tensors of
+representative shapes, with Triton's launcher replaced by a recorder that keeps the grid and the arguments
+specialized as JITFunction.run would (pointer alignment, integers divisible by 16 or equal to 1). torch.cuda's
+device queries answer for the target arch, so launchers pick the configs they would pick there. Every distinct
+launch is compiled with triton.compile for that arch (PTX, then a cubin from the ptxas in the triton wheel) and
+read back with the wheel's cuobjdump: registers, spills, shared memory, the narrowest and widest global load and
+store, tensor-core and fp64 instructions, and for GEMMs the wgmma waits and whether operand tiles pass through
+registers on their way to shared memory inside the K loop.
+
+Prints one summary row per (arch, dtype, family) and every failed criterion (--kernels: one row per kernel
+too), or JSON with --json. Table runs append rows to benchmarks/results/aot_check.csv. --subset compiles a few
+variants per family (the CI test). Exit status 1 when a kernel does not compile or a criterion fails. Compiled
+kernels land in Triton's cache (TRITON_CACHE_DIR), so a second run mostly reads them back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import importlib
+import inspect
+import json
+import math
+import multiprocessing
+import pkgutil
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+
+import kernels_templates
+from kernels_templates import common
+
+
+class Arch(NamedTuple):
+    name: str
+    capability: int
+    sm_count: int  # of the GPU each arch is judged on: A100 (sm_80), H100/H200 SXM (sm_90)
+
+
+ARCHES = {"sm_80": Arch("sm_80", 80, 108), "sm_90": Arch("sm_90", 90, 132)}
+FILL_PER_SM = 2  # 1M-element reductions and scans launch at least this many programs per SM
+MIN_ACCESS_BITS = 64
+MAX_SM80_GEMM_REGISTERS = 240
+MILLION = 1 << 20
+
+# -- representative calls per family ------------------------------------------------------------------------
+
+WIDTH, STORE_WIDTH, FILL, GEMM = "width", "store width", "fill", "gemm"
+
+
+class Case(NamedTuple):
+    """One call of a module's `run`, and the criteria the kernels it launches are held to: WIDTH (global loads
+    of interleaved contiguous operands at MIN_ACCESS_BITS or more), STORE_WIDTH (stores too: outputs with many
+    elements), FILL (FILL_PER_SM x SM count programs), GEMM (tensor-core code as the issue asks per arch).
+    writers: the kernels that write the outputs, whose stores STORE_WIDTH judges (all when empty): a
+    workspace of one fp32 value per program is not an operand. subset: part of --subset."""
+
+    label: str
+    args: tuple
+    judge: frozenset = frozenset()
+    writers: tuple = ()
+    subset: bool = True
+
+    def judged(self, kernel_name: str) -> list[str]:
+        skip = {STORE_WIDTH} if self.writers and kernel_name not in self.writers else set()
+        return sorted(self.judge - skip)
+
+
+def _complex(shape, dtype: str) -> torch.Tensor:
+    t = torch.empty(shape, dtype=common.DTYPES[dtype])
+    torch.view_as_real(t).zero_()  # zeros() has no CPU kernel for bcomplex32 in torch itself
+    return t
+
+
+def _real(shape, dtype: str) -> torch.Tensor:
+    return torch.view_as_real(_complex(shape, dtype))[..., 0].contiguous()
+
+
+STRIDED_SAMPLES = ("exp", "mul", "where")  # ops whose kernels are also compiled for transposed inputs
+
+
+def elementwise_cases(family, params: dict, run) -> list[Case]:
+    """Arguments follow `run`'s signature: floats for scalars, bool `condition`, part tensors for planar
+    operands (NAME_re, NAME_im) and real results, complex tensors otherwise."""
+    planar = params["layout"] == "planar"
+    real_result = family.FAMILY == "unary" and params["op"] in family.REAL_RESULT
+
+    def arguments(shape, transpose_inputs=False):
+        args = []
+        for name, parameter in inspect.signature(run).parameters.items():
+            if parameter.annotation in (float, "float"):
+                args.append(0.5)
+                continue
+            output = name.startswith("out")
+            if name == "condition":
+                t = torch.zeros(shape, dtype=torch.bool)
+            elif name.endswith(("_re", "_im")) or (output and real_result):
+                t = _real(shape, params["dtype"])
+            else:
+                t = _complex(shape, params["dtype"])
+            args.append(t.t() if transpose_inputs and not output else t)
+        return tuple(args)
+
+    judge = frozenset() if planar else frozenset({WIDTH, STORE_WIDTH})
+    cases = [Case("1024x1024", arguments((1024, 1024)), judge)]
+    if params["op"] in STRIDED_SAMPLES and not planar and not params["scalars"]:
+        cases.append(Case("1024x1024, inputs transposed", arguments((1024, 1024), transpose_inputs=True),
+                          subset=False))
+    return cases
+
+
+def reduction_cases(family, params: dict, run) -> list[Case]:
+    dtype, op = params["dtype"], params["op"]
+    scalars = [1.0] if op in family.VARIANCE_OPS else [3.0] if params.get("ord") == "p" else []
+
+    def call(x, dims):
+        shape = [n for d, n in enumerate(x.shape) if d not in dims]
+        outs = [_complex(shape, dtype) if op in family.COMPLEX_RESULT_OPS else _real(shape, dtype)]
+        if op.endswith("_mean"):
+            outs.append(_complex(shape, dtype))
+        return (x, dims, *scalars, *outs)
+
+    square = _complex((1024, 1024), dtype)
+    return [
+        Case("full 1M", call(_complex((MILLION,), dtype), [0]), frozenset({WIDTH, FILL})),
+        Case("full 16M", call(_complex((16 * MILLION,), dtype), [0]), frozenset({WIDTH, FILL}), subset=False),
+        Case("inner dim of 1024x1024", call(square, [1]), frozenset({WIDTH, FILL})),
+        Case("outer dim of 1024x1024", call(square, [0]), frozenset({WIDTH, STORE_WIDTH, FILL}),
+             ("_finish_kernel",)),
+        Case("inner dim of 1024x1024 transposed", call(square.t(), [1]), subset=False),
+    ]
+
+
+def scan_cases(family, params: dict, run) -> list[Case]:
+    dtype = params["dtype"]
+    square = _complex((1024, 1024), dtype)
+    judged = frozenset({WIDTH, STORE_WIDTH, FILL})
+    return [
+        Case("1-D 1M", (_complex((MILLION,), dtype), 0, _complex((MILLION,), dtype)), judged, ("_scan_kernel",)),
+        Case("dim 0 of 1024x1024", (square, 0, torch.empty_like(square)), judged, ("_scan_kernel",)),
+        Case("dim 1 of 1024x1024", (square, 1, torch.empty_like(square)), frozenset({WIDTH, STORE_WIDTH})),
+        Case("dim 1 of 1024x1024 transposed", (square.t(), 1, torch.empty_like(square)), subset=False),
+    ]
+
+
+def matmul_cases(family, params: dict, run) -> list[Case]:
+    dtype = params["dtype"]
+
+    def product(batch, m, k, n, *, bias=False, alpha=1.0, beta=0.0, transpose_a=False):
+        a = _complex((batch, k, m), dtype).transpose(1, 2) if transpose_a else _complex((batch, m, k), dtype)
+        addend = _complex((batch, m, n), dtype) if bias else None
+        alpha, beta = complex(alpha), complex(beta)
+        return (a, _complex((batch, k, n), dtype), _complex((batch, m, n), dtype), addend,
+                alpha.real, alpha.imag, beta.real, beta.imag)
+
+    gemm = frozenset({GEMM})
+    return [
+        Case("mm 4096^3", product(1, 4096, 4096, 4096), gemm),
+        Case("addmm 4096^3, complex alpha and beta", product(1, 4096, 4096, 4096, bias=True, alpha=0.5 + 1j,
+                                                              beta=2j), gemm, subset=False),
+        Case("bmm 16x512^3", product(16, 512, 512, 512), gemm, subset=False),
+        Case("mm 1024^3, A transposed", product(1, 1024, 1024, 1024, transpose_a=True), subset=False),
+        Case("mv 4096x4096", product(1, 4096, 4096, 1), subset=False),
+        Case("dot 1M", product(1, 1, MILLION, 1)),
+    ]
+
+
+def fft_cases(family, params: dict, run) -> list[Case]:
+    dtype, op, n = params["dtype"], params["op"], params["n"]
+    rows = max(8, MILLION // n)
+    if op == "fft_c2c":
+        x, out = _complex((rows, 1, n), dtype), _complex((rows, 1, n), dtype)
+    elif op == "fft_r2c":
+        x, out = _real((rows, 1, n), dtype), _complex((rows, 1, n // 2 + 1), dtype)
+    else:
+        x, out = _complex((rows, 1, n // 2 + 1), dtype), _real((rows, 1, n), dtype)
+    return [Case(f"{rows} rows", (x, out, 1.0), frozenset({WIDTH, STORE_WIDTH}))]
+
+
+CASES = {
+    "unary": elementwise_cases, "binary": elementwise_cases, "ternary": elementwise_cases,
+    "reductions": reduction_cases, "scans": scan_cases, "matmul": matmul_cases, "fft": fft_cases,
+}
+
+# --subset: a few variants per family, enough to notice a template that stops compiling for real GPUs.
+SUBSET = {
+    "unary": lambda p: p["op"] in ("exp", "abs") and p["layout"] == "interleaved" and not p["out"],
+    "binary": lambda p: p["op"] == "mul" and p["layout"] == "interleaved" and not p["out"] and not p["scalars"],
+    "ternary": lambda p: p["op"] == "where" and p["layout"] == "interleaved" and p["out"] and not p["scalars"],
+    "reductions": lambda p: p["op"] == "var",
+    "scans": lambda p: p["op"] == "cumsum",
+    "matmul": lambda p: not p["conj_a"] and not p["conj_b"],
+    "fft": lambda p: (p["op"], p["n"], p["inverse"]) in (("fft_c2c", 1024, False), ("fft_c2r", 2048, True)),
+}
+
+
+def families() -> dict:
+    """Every family module of kernels_templates (a module that declares FAMILY), by family name."""
+    found = {}
+    for info in pkgutil.iter_modules(kernels_templates.__path__):
+        module = importlib.import_module(f"kernels_templates.{info.name}")
+        if hasattr(module, "FAMILY"):
+            found[module.FAMILY] = module
+    return found
+
+
+_SOURCES = Path(tempfile.mkdtemp(prefix="jitdtypes-aot-check-"))
+
+
+def load_module(family, params: dict):
+    """The module rendered for CUDA from params, executed from a file (compiled Triton reads its source back)."""
+    source = family.render({**params, "interpret": False})
+    key = hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = _SOURCES / f"{family.FAMILY}_{key}.py"
+    path.write_text(source)
+    return common.exec_source(source, f"aot_{family.FAMILY}_{key}", filename=str(path))
+
+
+def variant_label(params: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items() if k not in ("dtype", "interpret"))
+
+
+# -- recording launches -------------------------------------------------------------------------------------
+
+class Launch(NamedTuple):
+    kernel: object  # the JITFunction
+    grid: tuple
+    signature: dict
+    constexprs: dict
+    attrs: dict
+    options: object  # the backend's options (num_warps, num_stages, ...)
+
+    def key(self) -> str:
+        return repr((self.kernel.cache_key, sorted(self.signature.items()), sorted(self.constexprs.items()),
+                     sorted(self.attrs.items()), sorted(self.options.__dict__.items())))
+
+
+class _DeviceProperties(NamedTuple):
+    multi_processor_count: int
+    major: int
+    minor: int
+    name: str
+
+
+def gpu_target(arch: Arch):
+    from triton.backends.compiler import GPUTarget
+
+    return GPUTarget("cuda", arch.capability, 32)
+
+
+@contextlib.contextmanager
+def recording(arch: Arch):
+    """Launches inside the block are recorded, not run, specialized for `arch` as JITFunction.run specializes
+    them; torch.cuda's device queries answer for `arch`."""
+    from triton.compiler import make_backend
+    from triton.runtime.jit import JITFunction, create_function_from_signature
+
+    backend = make_backend(gpu_target(arch))
+    launches: list[Launch] = []
+
+    def record(kernel, *args, grid, warmup, **kwargs):
+        binder = create_function_from_signature(kernel.signature, kernel.params, backend)
+        bound_args, specialization, options = binder(*args, **kwargs)
+        options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound_args, specialization,
+                                                                   options)
+        grid = grid(bound_args) if callable(grid) else grid
+        launches.append(Launch(kernel, tuple(int(g) for g in grid), signature, constexprs, attrs, options))
+
+    properties = _DeviceProperties(arch.sm_count, arch.capability // 10, arch.capability % 10, arch.name)
+    patches = [
+        (JITFunction, "run", record),
+        (torch.cuda, "get_device_properties", lambda device=None: properties),
+        (torch.cuda, "get_device_capability", lambda device=None: (properties.major, properties.minor)),
+    ]
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
+    for owner, name, value in patches:
+        setattr(owner, name, value)
+    try:
+        yield launches
+    finally:
+        for owner, name, value in saved:
+            setattr(owner, name, value)
+
+
+def collect(arch: Arch, selected: dict, dtypes, subset: bool) -> tuple[list[dict], list[Launch], list[dict]]:
+    """One row per distinct kernel launched for `arch`, listing the cases that launched it; the launches to
+    compile (same order); one row per FILL case with the most programs any of its launches has."""
+    rows, launches, index, fills = [], [], {}, []
+    for family_name, family in selected.items():
+        for dtype in dtypes:
+            for params in family.variants(dtype):
+                if subset and not SUBSET[family_name](params):
+                    continue
+                run = load_module(family, params).run
+                for case in CASES[family_name](family, params, run):
+                    if subset and not case.subset:
+                        continue
+                    with recording(arch) as recorded:
+                        run(*case.args)
+                    if FILL in case.judge:
+                        fills.append({"arch": arch.name, "family": family_name, "dtype": dtype,
+                                      "variant": variant_label(params), "case": case.label,
+                                      "programs": max(math.prod(launch.grid) for launch in recorded)})
+                    for launch in recorded:
+                        key = launch.key()
+                        if key not in index:
+                            index[key] = len(rows)
+                            launches.append(launch)
+                            rows.append({"arch": arch.name, "family": family_name, "dtype": dtype,
+                                         "variant": variant_label(params), "kernel": launch.kernel.__name__,
+                                         "num_warps": launch.options.num_warps,
+                                         "num_stages": launch.options.num_stages, "cases": []})
+                        rows[index[key]]["cases"].append({"case": case.label, "grid": list(launch.grid),
+                                                          "programs": math.prod(launch.grid),
+                                                          "judge": case.judged(launch.kernel.__name__)})
+    return rows, launches, fills
+
+
+# -- compiling and reading the code --------------------------------------------------------------------------
+
+def _tool(name: str) -> str:
+    import triton
+
+    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
+
+
+_LOAD = re.compile(r"\b(?:LDG|LDGSTS)\.[A-Z0-9_.]+")
+_STORE = re.compile(r"\bSTG\.[A-Z0-9_.]+")
+_FP64 = re.compile(r"\b(?:DADD|DMUL|DFMA|DSETP|DMNMX|DMMA)\b|\.F64\b")
+_WGMMA_WAIT = re.compile(r"wgmma\.wait_group\.sync\.aligned\s+(\d+)")
+
+
+def _access_bits(instruction: str) -> int:
+    tokens = set(instruction.split(".")[1:])
+    for token, bits in (("256", 256), ("128", 128), ("64", 64), ("U16", 16), ("S16", 16), ("U8", 8), ("S8", 8)):
+        if token in tokens:
+            return bits
+    return 32
+
+
+def _access_counts(pattern, sass: str) -> dict[int, int]:
+    """{bits: instructions} of the global accesses matching `pattern`, except reads of constant tables (the
+    non-coherent LDG.E.CONSTANT: libdevice's sin/cos reduction reads its table of 2/pi bits that way)."""
+    counts: dict[int, int] = {}
+    for match in pattern.finditer(sass):
+        if ".CONSTANT" in match.group(0):
+            continue
+        bits = _access_bits(match.group(0))
+        counts[bits] = counts.get(bits, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def loop_round_trips(ttgir: str) -> int:
+    """Register -> shared memory writes (local_alloc of a value, local_store) inside loops that run a dot: operand
+    tiles that take a detour through registers every iteration instead of being copied to shared memory.
+    MLIR prints a region's opening brace at the end of a line and its closing one at the start of a line."""
+    count, stack = 0, []  # per open region: [is a loop, register -> shared writes, holds a dot]
+    for line in ttgir.splitlines():
+        text = line.strip()
+        if text.startswith("}") and stack:
+            is_loop, writes, has_dot = stack.pop()
+            if is_loop and has_dot:
+                count += writes
+            elif stack:  # a branch inside a loop: its writes and dots are the loop's
+                stack[-1][1] += writes
+                stack[-1][2] = stack[-1][2] or has_dot
+        if stack:
+            stack[-1][1] += bool(re.search(r"ttg\.local_store|ttg\.local_alloc %", text))
+            stack[-1][2] = stack[-1][2] or bool(re.search(r"warp_group_dot |tt\.dot |tc_gen5_mma ", text))
+        if text.endswith("{"):
+            stack.append([bool(re.search(r"\bscf\.for\b", text)), 0, False])
+    return count
+
+
+def ptxas_spills(ptx: str, arch: Arch, options) -> tuple[int, int]:
+    """(spill store bytes, stack frame bytes) from `ptxas -v`, run with the options Triton runs it with."""
+    from triton.backends.nvidia.compiler import sm_arch_from_capability
+
+    with tempfile.TemporaryDirectory() as scratch:
+        source = Path(scratch) / "kernel.ptx"
+        source.write_text(ptx)
+        extra = options.ptx_options.split() if options.ptx_options else []
+        log = subprocess.run(
+            [_tool("ptxas"), "-lineinfo", "-v", "--regAllocOptLevel=2", *extra,
+             f"--gpu-name={sm_arch_from_capability(arch.capability)}", str(source), "-o", f"{source}.o"],
+            capture_output=True, text=True, check=True).stderr
+    spills = sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", log))
+    stack = sum(int(n) for n in re.findall(r"(\d+) bytes stack frame", log))
+    return spills, stack
+
+
+def inspect_compiled(compiled, arch: Arch, options) -> dict:
+    with tempfile.TemporaryDirectory() as scratch:
+        cubin = Path(scratch) / "kernel.cubin"
+        cubin.write_bytes(compiled.asm["cubin"])
+        usage, sass = (subprocess.run([_tool("cuobjdump"), flag, str(cubin)], capture_output=True, text=True,
+                                      check=True).stdout for flag in ("-res-usage", "-sass"))
+    resources = {name: int(n) for name, n in re.findall(r"\b(REG|STACK|LOCAL):(\d+)", usage)}
+    # Local memory holds spills or a stack frame (libdevice's sin/cos argument reduction for huge arguments keeps
+    # an array there); only ptxas tells which, so it runs again for the kernels that use any.
+    spills, stack = ptxas_spills(compiled.asm["ptx"], arch, options) if any(resources.values()) else (0, 0)
+    return {
+        "registers": resources.get("REG", 0),
+        "spill_bytes": spills,
+        "stack_bytes": stack,
+        "shared_bytes": compiled.metadata.shared,
+        "loads": _access_counts(_LOAD, sass),
+        "stores": _access_counts(_STORE, sass),
+        "table_loads": len(re.findall(r"\bLDG\.[A-Z0-9_.]*CONSTANT", sass)),
+        "tma": len(re.findall(r"\bUTMA(?:LDG|STG)\b", sass)),
+        "atomics": len(re.findall(r"\b(?:RED|ATOMG)\.", sass)),
+        "tensor_core": {op: n for op in ("HMMA", "HGMMA", "LDSM") if (n := len(re.findall(rf"\b{op}\.", sass)))},
+        "wgmma_waits": sorted({int(n) for n in _WGMMA_WAIT.findall(compiled.asm["ptx"])}),
+        "fp64": len(_FP64.findall(sass)),
+        "loop_round_trips": loop_round_trips(compiled.asm["ttgir"]),
+    }
+
+
+def compile_launch(launch: Launch, arch: Arch) -> dict:
+    import triton
+    from triton.compiler import ASTSource
+
+    started = time.perf_counter()
+    try:
+        source = ASTSource(launch.kernel, launch.signature, launch.constexprs, launch.attrs)
+        compiled = triton.compile(source, target=gpu_target(arch), options=launch.options.__dict__)
+        result = {"compiled": True, **inspect_compiled(compiled, arch, launch.options)}
+    except Exception as exc:  # noqa: BLE001 - a kernel that does not compile is a row of the report
+        cause = exc.__cause__ or exc  # Triton's CompilationError names the source line, its cause the problem
+        message = (str(cause).strip().splitlines() or [""])[0]
+        result = {"compiled": False, "error": f"{type(cause).__name__}: {message[:300]}"}
+    result["compile_s"] = round(time.perf_counter() - started, 2)
+    return result
+
+
+_pending: list[tuple[Launch, Arch]] = []
+
+
+def _compile_pending(i: int) -> dict:
+    return compile_launch(*_pending[i])
+
+
+def compile_all(launches: list[Launch], arch: Arch, jobs: int) -> list[dict]:
+    _pending[:] = [(launch, arch) for launch in launches]
+    try:
+        if jobs <= 1:
+            return [_compile_pending(i) for i in range(len(launches))]
+        # fork: the workers inherit the rendered modules and the recorded launches
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            return pool.map(_compile_pending, range(len(launches)), chunksize=1)
+    finally:
+        _pending.clear()
+
+
+# -- criteria and tables ---------------------------------------------------------------------------------------
+
+def failures(row: dict, arch: Arch) -> list[str]:
+    """The issue's criteria this kernel misses, for the cases that launched it."""
+    if not row["compiled"]:
+        return [f"does not compile: {row['error']}"]
+    missed = []
+    if row["spill_bytes"]:
+        missed.append(f"spills {row['spill_bytes']} bytes")
+    judged = {name for case in row["cases"] for name in case["judge"]}
+    narrowest_load, narrowest_store = min(row["loads"], default=None), min(row["stores"], default=None)
+    if WIDTH in judged and narrowest_load is not None and narrowest_load < MIN_ACCESS_BITS:
+        missed.append(f"{narrowest_load}-bit global loads")
+    if STORE_WIDTH in judged and narrowest_store is not None and narrowest_store < MIN_ACCESS_BITS:
+        missed.append(f"{narrowest_store}-bit global stores")
+    if GEMM in judged:
+        core = row["tensor_core"]
+        if arch.capability >= 90:
+            if not core.get("HGMMA") or max(row["wgmma_waits"], default=0) < 1:
+                missed.append("wgmma waited on right after issue" if core.get("HGMMA") else "no wgmma")
+            if row["loop_round_trips"]:
+                missed.append(f"{row['loop_round_trips']} operand register->shared writes per K step")
+        else:
+            if not core.get("LDSM"):
+                missed.append("no ldmatrix")
+            if row["registers"] > MAX_SM80_GEMM_REGISTERS:
+                missed.append(f"{row['registers']} registers")
+    return missed
+
+
+def summary(rows: list[dict], fills: list[dict]) -> list[dict]:
+    """One row per (arch, dtype, family)."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        groups.setdefault((row["arch"], row["dtype"], row["family"]), []).append(row)
+    table = []
+    for (arch_name, dtype, family), kernels in groups.items():
+        arch = ARCHES[arch_name]
+        ok = [k for k in kernels if k["compiled"]]
+        judged = [k for k in ok if WIDTH in {j for c in k["cases"] for j in c["judge"]}]
+        store_judged = [k for k in ok if STORE_WIDTH in {j for c in k["cases"] for j in c["judge"]}]
+        programs = [f["programs"] for f in fills if (f["arch"], f["dtype"], f["family"]) == (arch_name, dtype, family)]
+        gemm = [k for k in ok if GEMM in {j for c in k["cases"] for j in c["judge"]}]
+        core = sorted({op for k in ok for op in k["tensor_core"]})
+        table.append({
+            "arch": arch_name, "dtype": dtype, "family": family,
+            "variants": len({k["variant"] for k in kernels}), "kernels": len(kernels), "compiled": len(ok),
+            "max_registers": max((k["registers"] for k in ok), default=0),
+            "spilling": sum(bool(k["spill_bytes"]) for k in ok),
+            "max_spill_bytes": max((k["spill_bytes"] for k in ok), default=0),
+            "narrowest_load_bits": min((min(k["loads"]) for k in judged if k["loads"]), default=None),
+            "narrowest_store_bits": min((min(k["stores"]) for k in store_judged if k["stores"]), default=None),
+            "min_programs_1M": min(programs, default=None),
+            "programs_needed": FILL_PER_SM * arch.sm_count if programs else None,
+            "tensor_core": "+".join(core) or "-",
+            "gemm_wgmma_waits": sorted({w for k in gemm for w in k["wgmma_waits"]}) if gemm else None,
+            "gemm_round_trips": max((k["loop_round_trips"] for k in gemm), default=None),
+            "gemm_max_registers": max((k["registers"] for k in gemm), default=None),
+            "fp64_kernels": sum(bool(k["fp64"]) for k in ok),
+            "stack_kernels": sum(bool(k["stack_bytes"]) for k in ok),
+            "failures": sum(bool(k["failures"]) for k in kernels) + sum(
+                p < FILL_PER_SM * arch.sm_count for p in programs),
+            "compile_s": round(sum(k["compile_s"] for k in kernels), 1),
+        })
+    return table
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "-"
+    return str(value)
+
+
+SUMMARY_COLUMNS = [
+    ("arch", "arch"), ("dtype", "dtype"), ("family", "family"), ("variants", "variants"), ("kernels", "kernels"),
+    ("compiled", "compiled"), ("max_registers", "max regs"), ("spilling", "spilling"),
+    ("max_spill_bytes", "max spill B"), ("narrowest_load_bits", "min load bits"),
+    ("narrowest_store_bits", "min store bits"), ("min_programs_1M", "min programs 1M+"),
+    ("programs_needed", "needed"), ("tensor_core", "tensor core"), ("gemm_wgmma_waits", "wgmma waits"),
+    ("gemm_round_trips", "K-loop reg->smem"), ("gemm_max_registers", "GEMM regs"), ("fp64_kernels", "fp64"),
+    ("stack_kernels", "stack"), ("failures", "failing"),
+]
+
+
+def markdown_table(table: list[dict]) -> str:
+    lines = ["| " + " | ".join(title for _, title in SUMMARY_COLUMNS) + " |",
+             "|" + "---|" * len(SUMMARY_COLUMNS)]
+    lines += ["| " + " | ".join(_cell(row[key]) for key, _ in SUMMARY_COLUMNS) + " |" for row in table]
+    return "\n".join(lines)
+
+
+def kernel_lines(rows: list[dict]) -> list[str]:
+    lines = []
+    for row in rows:
+        cases = "; ".join(f"{c['case']}: {c['programs']} programs" for c in row["cases"])
+        if row["compiled"]:
+            code = (f"regs {row['registers']} spill {row['spill_bytes']} stack {row['stack_bytes']} "
+                    f"smem {row['shared_bytes']} ld {row['loads']} st {row['stores']} tc {row['tensor_core']} "
+                    f"waits {row['wgmma_waits']} round trips {row['loop_round_trips']} fp64 {row['fp64']}")
+        else:
+            code = row["error"]
+        lines.append(f"{row['arch']} {row['dtype']:10} {row['family']:10} {row['variant']} [{row['kernel']} "
+                     f"w{row['num_warps']} s{row['num_stages']}] {cases} | {code} ({row['compile_s']} s)")
+    return lines
+
+
+def check(arch_names, dtypes, family_names, subset: bool, jobs: int) -> tuple[list[dict], list[dict]]:
+    """(kernel rows with their compiled code and failed criteria, FILL case rows)."""
+    selected = {name: module for name, module in families().items() if name in family_names}
+    all_rows, all_fills = [], []
+    for arch_name in arch_names:
+        arch = ARCHES[arch_name]
+        rows, launches, fills = collect(arch, selected, dtypes, subset)
+        for row, result in zip(rows, compile_all(launches, arch, jobs)):
+            row.update(result)
+            row["failures"] = failures(row, arch)
+        for fill in fills:
+            fill["enough"] = fill["programs"] >= FILL_PER_SM * arch.sm_count
+        all_rows += rows
+        all_fills += fills
+    return all_rows, all_fills
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arch", default="sm_80,sm_90", help="comma-separated, from " + ", ".join(ARCHES))
+    parser.add_argument("--dtype", default=",".join(common.DTYPES), help="comma-separated 16-bit complex dtypes")
+    parser.add_argument("--family", default=",".join(CASES), help="comma-separated template families")
+    parser.add_argument("--subset", action="store_true", help="a few variants per family (the CI test)")
+    parser.add_argument("--kernels", action="store_true", help="also print one line per kernel")
+    parser.add_argument("--json", action="store_true", help="print JSON (kernels, fill cases, summary) instead")
+    parser.add_argument("--jobs", type=int, default=1, help="compile in this many processes")
+    args = parser.parse_args(argv)
+    arch_names, dtypes, family_names = (value.split(",") for value in (args.arch, args.dtype, args.family))
+    unknown = sorted(set(arch_names) - set(ARCHES)) + sorted(set(dtypes) - set(common.DTYPES))
+    unknown += sorted(set(family_names) - set(CASES))
+    if unknown:
+        parser.error(f"unknown arch, dtype or family: {', '.join(unknown)}")
+
+    started = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
+        rows, fills = check(arch_names, dtypes, family_names, args.subset, args.jobs)
+    table = summary(rows, fills)
+    missed = [f"{r['arch']} {r['dtype']} {r['family']} {r['variant']} [{r['kernel']}]: {', '.join(r['failures'])}"
+              for r in rows if r["failures"]]
+    missed += [f"{f['arch']} {f['dtype']} {f['family']} {f['variant']}: {f['programs']} programs for {f['case']}"
+               for f in fills if not f["enough"]]
+    if args.json:
+        print(json.dumps({"kernels": rows, "fill": fills, "summary": table}, indent=1))
+    else:
+        if args.kernels:
+            print("\n".join(kernel_lines(rows)))
+        print(markdown_table(table))
+        print(f"{len(rows)} kernels, {sum(r['compiled'] for r in rows)} compiled, {len(missed)} criteria missed, "
+              f"{time.perf_counter() - started:.0f} s")
+        print("\n".join(missed))
+        from benchmarks.common import write_rows
+
+        write_rows("aot_check", [{"kind": "summary", **row} for row in table])
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
