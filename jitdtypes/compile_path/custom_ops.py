@@ -1,0 +1,146 @@
+"""jitdtypes custom ops for the 16-bit complex ops that have no planar formula: matrix products and FFTs.
+
+Compiled graphs call them as single nodes (the decompositions route aten.mm/bmm/addmm/baddbmm/addbmm and
+aten._fft_* here), and they are usable directly, eager or compiled, forward and backward:
+
+    torch.ops.jitdtypes.complex_matmul(a, b)                         # mm (2-D) or bmm (3-D), one dtype
+    torch.ops.jitdtypes.fft_r2c(x, dim, normalization, onesided)     # same arguments as aten._fft_*
+    torch.ops.jitdtypes.fft_c2c(x, dim, normalization, forward)
+    torch.ops.jitdtypes.fft_c2r(x, dim, normalization, last_dim_size)
+
+Each runs what eager jitdtypes runs for the matching ATen op: the template kernel where the device has one
+(CUDA, or CPU with JITDTYPES_CPU_BACKEND=triton-interpret), else the upcast path. Outputs are contiguous,
+as the fake kernels say. The backward formulas are ATen's (tools/autograd/derivatives.yaml) written with
+these ops, so gradients stay in the 16-bit dtype like eager ones.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .. import dtypes, engine, schema, upcast
+
+
+def _run_like_eager(overload_name: str, args: tuple) -> Tensor:
+    template = engine.adapter_for(overload_name, args[0].device.type)
+    if template is not None:
+        result = template(args, {})
+        if result is not NotImplemented:
+            return result.contiguous()
+    return upcast.run(schema.overload(overload_name), args, {}).contiguous()
+
+
+# -- matrix products ----------------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("jitdtypes::complex_matmul", mutates_args=())
+def complex_matmul(a: Tensor, b: Tensor) -> Tensor:
+    """a @ b for complex32/bcomplex32 matrices (2-D) or batches of them (3-D), both of one dtype."""
+    return _run_like_eager("aten::mm" if a.dim() == 2 else "aten::bmm", (a, b))
+
+
+@complex_matmul.register_fake
+def _complex_matmul_fake(a: Tensor, b: Tensor) -> Tensor:
+    torch._check(a.dim() == b.dim() and a.dim() in (2, 3), lambda: "complex_matmul takes two 2-D or 3-D tensors")
+    torch._check(a.dtype == b.dtype, lambda: f"complex_matmul: {a.dtype} @ {b.dtype}")
+    torch._check(a.shape[-1] == b.shape[-2], lambda: f"complex_matmul: shapes {a.shape} and {b.shape}")
+    return a.new_empty((*a.shape[:-1], b.shape[-1]))
+
+
+def _save_operands(ctx, inputs, output) -> None:
+    ctx.save_for_backward(*inputs)
+
+
+def _complex_matmul_backward(ctx, grad: Tensor):
+    a, b = ctx.saved_tensors
+    grad_a = complex_matmul(grad, b.mH) if ctx.needs_input_grad[0] else None
+    grad_b = complex_matmul(a.mH, grad) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
+complex_matmul.register_autograd(_complex_matmul_backward, setup_context=_save_operands)
+
+
+# -- FFTs ---------------------------------------------------------------------------------------------------------
+
+
+def _last_dim(x: Tensor, dim: list[int]) -> int:
+    return dim[-1] % x.dim()
+
+
+@torch.library.custom_op("jitdtypes::fft_r2c", mutates_args=())
+def fft_r2c(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> Tensor:
+    """aten._fft_r2c for float16/bfloat16 input: a complex32/bcomplex32 spectrum."""
+    return _run_like_eager("aten::_fft_r2c", (x, dim, normalization, onesided))
+
+
+@fft_r2c.register_fake
+def _fft_r2c_fake(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> Tensor:
+    shape = list(x.shape)
+    if onesided:
+        last = _last_dim(x, dim)
+        shape[last] = shape[last] // 2 + 1
+    return x.new_empty(shape, dtype=dtypes.COMPLEX_OF[x.dtype])
+
+
+@torch.library.custom_op("jitdtypes::fft_c2c", mutates_args=())
+def fft_c2c(x: Tensor, dim: list[int], normalization: int, forward: bool) -> Tensor:
+    """aten._fft_c2c for complex32/bcomplex32 input."""
+    return _run_like_eager("aten::_fft_c2c", (x, dim, normalization, forward))
+
+
+@fft_c2c.register_fake
+def _fft_c2c_fake(x: Tensor, dim: list[int], normalization: int, forward: bool) -> Tensor:
+    return x.new_empty(x.shape)
+
+
+@torch.library.custom_op("jitdtypes::fft_c2r", mutates_args=())
+def fft_c2r(x: Tensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
+    """aten._fft_c2r for complex32/bcomplex32 input: a float16/bfloat16 signal of last_dim_size samples."""
+    return _run_like_eager("aten::_fft_c2r", (x, dim, normalization, last_dim_size))
+
+
+@fft_c2r.register_fake
+def _fft_c2r_fake(x: Tensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
+    shape = list(x.shape)
+    shape[_last_dim(x, dim)] = last_dim_size
+    return x.new_empty(shape, dtype=dtypes.REAL_OF[x.dtype])
+
+
+def _save_fft_arguments(ctx, inputs, output) -> None:
+    x, dim, normalization, option = inputs
+    ctx.dim, ctx.normalization, ctx.option = dim, normalization, option
+    ctx.signal_length = x.shape[_last_dim(x, dim)]
+
+
+def _fft_c2c_backward(ctx, grad: Tensor):
+    return fft_c2c(grad, ctx.dim, ctx.normalization, not ctx.option), None, None, None
+
+
+def _fft_r2c_backward(ctx, grad: Tensor):
+    """real(c2c_backward(grad zero-padded to the full spectrum)), as ATen's fft_r2c_backward."""
+    if ctx.option:  # onesided: the dropped half of the spectrum had zero gradient
+        last = _last_dim(grad, ctx.dim)
+        missing = ctx.signal_length - grad.shape[last]
+        if missing > 0:
+            shape = list(grad.shape)
+            shape[last] = missing
+            grad = torch.cat([grad, grad.new_zeros(shape)], last)
+    return torch.real(fft_c2c(grad, ctx.dim, ctx.normalization, False)), None, None, None
+
+
+def _fft_c2r_backward(ctx, grad: Tensor):
+    """r2c of the gradient with the bins that stand for two conjugate bins doubled, as ATen's fft_c2r_backward."""
+    spectrum = fft_r2c(grad, ctx.dim, ctx.normalization, True)
+    last = _last_dim(grad, ctx.dim)
+    doubled = grad.shape[last] - spectrum.shape[last]
+    if doubled > 0:
+        first, middle, rest = spectrum.split([1, doubled, spectrum.shape[last] - 1 - doubled], last)
+        spectrum = torch.cat([first, middle * 2, rest], last)
+    return spectrum, None, None, None
+
+
+fft_c2c.register_autograd(_fft_c2c_backward, setup_context=_save_fft_arguments)
+fft_r2c.register_autograd(_fft_r2c_backward, setup_context=_save_fft_arguments)
+fft_c2r.register_autograd(_fft_c2r_backward, setup_context=_save_fft_arguments)

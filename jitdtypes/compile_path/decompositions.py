@@ -1,0 +1,495 @@
+"""The compile path's one table: ATen overload -> planar implementation, for Inductor's decomposition table.
+
+AOTAutograd traces every graph Inductor compiles (forward and backward) through Inductor's decompositions.
+Each entry here looks at its arguments: when a tensor is complex32/bcomplex32, or a complex value this trace
+already holds as parts (complex64 computed from complex32, say), it computes on float32 (re, im) parts
+(`planar.py`, arithmetic in `formulas.py`) and returns the packed result. Otherwise it returns
+NotImplemented and the op is traced exactly as without jitdtypes (installation chains each entry to the one
+it replaces). Ops with no planar formula become jitdtypes custom ops (`custom_ops.py`); ops not listed keep
+their ATen node, which Inductor runs eagerly with jitdtypes' kernels, on the packed input.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.utils._pytree import tree_flatten
+
+from .. import dtypes
+from . import custom_ops
+from . import formulas as F
+from . import planar
+
+aten, prims = torch.ops.aten, torch.ops.prims
+_NUMBERS = (bool, int, float, complex)
+
+TABLE: dict = {}
+
+# Ops without an Inductor lowering or an earlier decomposition: when an entry returns NotImplemented the op
+# stays in the graph and Inductor must create a fallback for it. That is safe only because every one of
+# them has a complex input or output, and Inductor sends nodes with complex tensors to fallback_handler
+# directly (lowering.fallback_node_due_to_unsupported_type). install() refuses any other op without either.
+ALWAYS_COMPLEX = frozenset({
+    aten._conj.default, aten._conj_physical.default, aten.view_as_real.default, aten.complex.default,
+    aten.polar.default, aten._fft_c2c.default, aten._fft_c2r.default,
+})
+
+
+def _register(*overloads):
+    def register(decomposition):
+        for overload in overloads:
+            TABLE[overload] = decomposition
+        return decomposition
+
+    return register
+
+
+def _result_dtype(*values) -> torch.dtype:
+    """ATen's type promotion over tensors and Python numbers (wrapped numbers rank lowest)."""
+    flat = tree_flatten(values)[0]
+    tensors = [v for v in flat if isinstance(v, torch.Tensor)]
+    return dtypes.result_dtype(tensors, [v for v in flat if isinstance(v, _NUMBERS)])
+
+
+def _complex_input(x) -> bool:
+    """x is a complex tensor the compile path handles (16-bit, or complex64 held as parts)."""
+    return planar.involved(x) and x.is_complex()
+
+
+def _planar(formula, *operands, dtype: torch.dtype | None = None):
+    """formula(*parts) -> (re, im), assembled in the promoted dtype (or `dtype`)."""
+    dtype = dtype or _result_dtype(*operands)
+    compute = planar.compute_dtype(dtype)
+    re, im = formula(*(planar.parts(v, compute) for v in operands))
+    return planar.assemble(re, im, dtype)
+
+
+# -- elementwise: complex -> complex --------------------------------------------------------------------------
+
+
+def _unary(overload, formula):
+    def decomposition(x):
+        if not _complex_input(x):
+            return NotImplemented
+        return _planar(formula, x)
+
+    TABLE[overload] = decomposition
+
+
+for _overload, _formula in [
+    (aten.neg.default, F.neg), (aten._conj.default, F.conj), (aten.conj_physical.default, F.conj),
+    (aten._conj_physical.default, F.conj), (aten.reciprocal.default, F.reciprocal), (aten.exp.default, F.exp),
+    (aten.exp2.default, F.exp2), (aten.expm1.default, F.expm1), (aten.log.default, F.log),
+    (aten.log2.default, F.log2), (aten.log10.default, F.log10), (aten.log1p.default, F.log1p),
+    (aten.sqrt.default, F.sqrt), (aten.rsqrt.default, F.rsqrt), (aten.sin.default, F.sin),
+    (aten.cos.default, F.cos), (aten.tan.default, F.tan), (aten.sinh.default, F.sinh), (aten.cosh.default, F.cosh),
+    (aten.tanh.default, F.tanh), (aten.sigmoid.default, F.sigmoid), (aten.sgn.default, F.sgn),
+]:
+    _unary(_overload, _formula)
+
+
+@_register(aten.add.Tensor, aten.add.Scalar)
+def _add(x, y, alpha=1):
+    if not planar.involved(x, y):
+        return NotImplemented
+    return _planar(lambda a, b: F.add(a, b, alpha), x, y)
+
+
+@_register(aten.sub.Tensor, aten.sub.Scalar)
+def _sub(x, y, alpha=1):
+    if not planar.involved(x, y):
+        return NotImplemented
+    return _planar(lambda a, b: F.add(a, b, -alpha), x, y)
+
+
+@_register(aten.mul.Tensor, aten.mul.Scalar)
+def _mul(x, y):
+    if not planar.involved(x, y):
+        return NotImplemented
+    return _planar(F.mul, x, y)
+
+
+@_register(aten.div.Tensor, aten.div.Scalar)
+def _div(x, y):
+    if not planar.involved(x, y):
+        return NotImplemented
+    return _planar(F.div, x, y)
+
+
+@_register(aten.pow.Tensor_Scalar)
+def _pow_scalar(x, exponent):
+    if not _complex_input(x):
+        return NotImplemented
+    return _planar(lambda a: F.pow_scalar(a, exponent), x, dtype=_result_dtype(x, exponent))
+
+
+@_register(aten.pow.Tensor_Tensor, aten.pow.Scalar)
+def _pow(x, exponent):
+    if not planar.involved(x, exponent):
+        return NotImplemented
+
+    def formula(base, w):
+        re, im = base  # a Python number or real tensor as the base needs tensor parts for log()
+        re = re if isinstance(re, torch.Tensor) else torch.full_like(w[0], re)
+        im = torch.zeros_like(re) if im is None else im if isinstance(im, torch.Tensor) else torch.full_like(re, im)
+        return F.power((re, im), w)
+
+    return _planar(formula, x, exponent)
+
+
+@_register(aten.addcmul.default)
+def _addcmul(x, t1, t2, value=1):
+    if not planar.involved(x, t1, t2):
+        return NotImplemented
+    return _planar(lambda a, b, c: F.add(a, F.mul(b, c), value), x, t1, t2)
+
+
+@_register(aten.addcdiv.default)
+def _addcdiv(x, t1, t2, value=1):
+    if not planar.involved(x, t1, t2):
+        return NotImplemented
+    return _planar(lambda a, b, c: F.add(a, F.div(b, c), value), x, t1, t2)
+
+
+@_register(aten.lerp.Scalar, aten.lerp.Tensor)
+def _lerp(start, end, weight):
+    """ATen's two-sided lerp: start + w (end - start) for |w| < 1/2, end - (1 - w)(end - start) beyond."""
+    if not planar.involved(start, end, weight):
+        return NotImplemented
+
+    def formula(s, e, w):
+        step = F.add(e, s, -1)
+        low = F.add(s, F.mul(w, step))
+        high = F.add(e, F.mul(F.add((1.0, None), w, -1), step), -1)
+        w_re, w_im = w
+        small = (w_re * w_re + (0.0 if w_im is None else w_im * w_im)) < 0.25
+        if not isinstance(small, torch.Tensor):
+            return low if small else high
+        return torch.where(small, low[0], high[0]), torch.where(small, low[1], high[1])
+
+    return _planar(formula, start, end, weight)
+
+
+@_register(aten.where.self)
+def _where(condition, x, y):
+    if not planar.involved(x, y):
+        return NotImplemented
+
+    def formula(a, b):
+        re = torch.where(condition, a[0], b[0])
+        return re, torch.where(condition, F._zero_im(a[1]), F._zero_im(b[1]))
+
+    return _planar(formula, x, y, dtype=_result_dtype(x, y))
+
+
+# -- elementwise: complex -> real -----------------------------------------------------------------------------
+
+
+def _real_valued(overload, formula):
+    def decomposition(x):
+        if not _complex_input(x):
+            return NotImplemented
+        return formula(planar.parts(x, planar.compute_dtype(x.dtype))).to(planar.real_dtype(x.dtype))
+
+    TABLE[overload] = decomposition
+
+
+_real_valued(aten.abs.default, F.magnitude)
+_real_valued(aten.angle.default, F.angle)
+
+
+def _predicate(overload, formula):
+    def decomposition(*args):
+        if not planar.involved(*args):
+            return NotImplemented
+        return formula(*(planar.parts(a, planar.compute_dtype(_result_dtype(*args))) for a in args))
+
+    TABLE[overload] = decomposition
+
+
+_predicate(aten.isnan.default, lambda x: torch.isnan(x[0]) | torch.isnan(x[1]))
+_predicate(aten.isinf.default, lambda x: torch.isinf(x[0]) | torch.isinf(x[1]))
+_predicate(aten.isfinite.default, lambda x: torch.isfinite(x[0]) & torch.isfinite(x[1]))
+for _overload in (aten.eq.Tensor, aten.eq.Scalar):
+    _predicate(_overload, lambda x, y: (x[0] == y[0]) & (F._zero_im(x[1]) == F._zero_im(y[1])))
+for _overload in (aten.ne.Tensor, aten.ne.Scalar):
+    _predicate(_overload, lambda x, y: (x[0] != y[0]) | (F._zero_im(x[1]) != F._zero_im(y[1])))
+
+
+@_register(aten.view_as_real.default)
+def _view_as_real(x):
+    # an input's storage already is the [..., 2] layout: only values computed in this graph are stacked
+    if not planar.is_planar(x):
+        return NotImplemented
+    re, im = planar.parts(x, planar.compute_dtype(x.dtype))
+    return torch.stack([re, im], -1).to(planar.real_dtype(x.dtype))
+
+
+# -- conversions and constructors -------------------------------------------------------------------------------
+
+
+@_register(prims.convert_element_type.default)
+def _convert_element_type(x, dtype):
+    if x.is_complex() and (planar.involved(x) or dtype in planar.SIXTEEN_BIT_COMPLEX):
+        if dtype.is_complex:
+            return _planar(lambda a: a, x, dtype=dtype)
+        re, im = planar.parts(x, planar.compute_dtype(x.dtype))
+        return F.nonzero((re, im)) if dtype == torch.bool else re.to(dtype)  # ATen keeps the real part
+    if dtype in planar.SIXTEEN_BIT_COMPLEX:
+        return _planar(lambda a: a, x, dtype=dtype)
+    return NotImplemented
+
+
+def _complex_of_real(*parts) -> torch.dtype | None:
+    promoted = _result_dtype(*parts)
+    return dtypes.COMPLEX_OF.get(promoted) if promoted in planar.SIXTEEN_BIT_REAL else None
+
+
+@_register(aten.complex.default)
+def _complex(re, im):
+    dtype = _complex_of_real(re, im)
+    if dtype is None:
+        return NotImplemented
+    return planar.assemble(re.float(), im.float(), dtype)
+
+
+@_register(aten.polar.default)
+def _polar(magnitude, angle):
+    dtype = _complex_of_real(magnitude, angle)
+    if dtype is None:
+        return NotImplemented
+    magnitude, angle = magnitude.float(), angle.float()
+    return planar.assemble(magnitude * torch.cos(angle), magnitude * torch.sin(angle), dtype)
+
+
+@_register(aten.view_as_complex.default)
+def _view_as_complex(x):
+    if x.dtype not in planar.SIXTEEN_BIT_REAL:
+        return NotImplemented
+    return planar.assemble(x[..., 0].float(), x[..., 1].float(), dtypes.COMPLEX_OF[x.dtype])
+
+
+@_register(aten.full.default)
+def _full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
+    if dtype not in planar.SIXTEEN_BIT_COMPLEX:
+        return NotImplemented
+    re, im = (fill_value.real, fill_value.imag) if isinstance(fill_value, complex) else (fill_value, 0.0)
+    make = lambda value: torch.full(size, value, dtype=torch.float32, device=device)  # noqa: E731
+    return planar.assemble(make(re), make(im), dtype)
+
+
+@_register(aten.scalar_tensor.default)
+def _scalar_tensor(value, *, dtype=None, layout=None, device=None, pin_memory=None):
+    if dtype not in planar.SIXTEEN_BIT_COMPLEX:
+        return NotImplemented
+    return _full([], value, dtype=dtype, device=device)
+
+
+# -- moving elements: the same op on each part -------------------------------------------------------------------
+
+
+def _split_value(value, compute):
+    """A value in a complex position as two real ones (re, im); real tensors get a zero imaginary part."""
+    if isinstance(value, (list, tuple)):
+        pairs = [_split_value(v, compute) for v in value]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    if isinstance(value, torch.Tensor) or isinstance(value, _NUMBERS):
+        re, im = planar.parts(value, compute)
+        if im is None:
+            im = torch.zeros_like(re) if isinstance(re, torch.Tensor) else 0.0
+        return re, im
+    return value, value
+
+
+def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=False):
+    """Register `overload` as itself applied to the real parts and to the imaginary parts of the arguments at
+    `complex_positions` (tensors, tensor lists or numbers); the result dtype promotes the arguments at
+    `dtype_from` (the self argument for copies and scatters, whose results take self's dtype)."""
+
+    def decomposition(*args, **kwargs):
+        if not planar.involved(*(args[i] for i in complex_positions if i < len(args))):
+            return NotImplemented
+        dtype = _result_dtype(*(args[i] for i in dtype_from if i < len(args)))
+        if not dtype.is_complex:
+            return NotImplemented
+        compute = planar.compute_dtype(dtype)
+        re_args, im_args = list(args), list(args)
+        for i in complex_positions:
+            if i < len(args):
+                re_args[i], im_args[i] = _split_value(args[i], compute)
+        re, im = overload(*re_args, **kwargs), overload(*im_args, **kwargs)
+        if outputs_many:
+            return [planar.assemble(r, i, dtype) for r, i in zip(re, im)]
+        return planar.assemble(re, im, dtype)
+
+    TABLE[overload] = decomposition
+
+
+for _overload in (
+    aten.view.default, aten._unsafe_view.default, aten.permute.default, aten.expand.default,
+    aten.unsqueeze.default, aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor,
+    aten.select.int, aten.index.Tensor, aten.gather.default, aten.index_select.default, aten.clone.default,
+    aten.alias.default, aten.t.default, aten.transpose.int, aten.diagonal.default, prims.rev.default,
+    aten.flip.default, aten.roll.default, aten.repeat.default, aten.unfold.default,
+):
+    _per_part(_overload)
+_per_part(aten.cat.default, dtype_from=(0,))
+for _overload in (aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int):
+    _per_part(_overload, outputs_many=True)
+_per_part(aten.constant_pad_nd.default, complex_positions=(0, 2))
+_per_part(aten.masked_fill.Scalar, complex_positions=(0, 2))
+_per_part(aten.masked_fill.Tensor, complex_positions=(0, 2))
+_per_part(aten.scatter.value, complex_positions=(0, 3))
+_per_part(aten.scatter.src, complex_positions=(0, 3))
+_per_part(aten.index_put.default, complex_positions=(0, 2))
+_per_part(aten.copy.default, complex_positions=(0, 1))
+for _overload in (aten.slice_scatter.default, aten.select_scatter.default, aten.diagonal_scatter.default):
+    _per_part(_overload, complex_positions=(0, 1))
+
+
+# -- reductions --------------------------------------------------------------------------------------------------
+#
+# Both parts are reduced as one tensor stacked along a new leading dimension. Reducing them separately makes
+# Inductor keep every intermediate shared by the two reductions in memory (the C++ backend realized six
+# float32 and two bool buffers for an exp/div chain: 36 ms against 1.8 ms stacked, docs/COMPILE.md).
+
+
+def _stacked(x, compute):
+    re, im = planar.parts(x, compute)
+    return torch.stack([re, im])
+
+
+def _shifted_dims(x, dim) -> list[int]:
+    """`dim` of x (None or [] = all) as dimensions of the stacked parts."""
+    if isinstance(dim, int):
+        dim = [dim]
+    dims = range(x.dim()) if dim is None or len(dim) == 0 else dim
+    return [d % x.dim() + 1 for d in dims]
+
+
+def _reduce_parts(x, reduce, dim, compute):
+    """reduce(parts, dims) over `dim` of x for both parts at once: (re, im) of the result."""
+    if x.dim() == 0:  # nothing to stack along: an empty dim list would mean "all" to the stacked tensor
+        re, im = planar.parts(x, compute)
+        return reduce(re, None), reduce(im, None)
+    out = reduce(_stacked(x, compute), _shifted_dims(x, dim))
+    return out[0], out[1]
+
+
+def _sum_or_mean(reduce):
+    def decomposition(x, dim=None, keepdim=False, *, dtype=None):
+        if not _complex_input(x):
+            return NotImplemented
+        result = dtype or x.dtype
+        re, im = _reduce_parts(x, lambda t, dims: reduce(t, dims, keepdim), dim, planar.compute_dtype(result))
+        return planar.assemble(re, im, result)
+
+    return decomposition
+
+
+TABLE[aten.sum.default] = TABLE[aten.sum.dim_IntList] = _sum_or_mean(torch.sum)
+TABLE[aten.mean.default] = TABLE[aten.mean.dim] = _sum_or_mean(torch.mean)
+
+
+@_register(aten.cumsum.default)
+def _cumsum(x, dim, *, dtype=None):
+    if not _complex_input(x):
+        return NotImplemented
+    result = dtype or x.dtype
+    if x.dim() == 0:
+        return _planar(lambda a: a, x, dtype=result)
+    out = _stacked(x, planar.compute_dtype(result)).cumsum(dim % x.dim() + 1)
+    return planar.assemble(out[0], out[1], result)
+
+
+def _variance(x, dim, correction, keepdim):
+    """The variance of complex values: the variances of both parts added."""
+    var = lambda t, dims: torch.var(t, dims, correction=correction, keepdim=keepdim)  # noqa: E731
+    re, im = _reduce_parts(x, var, dim, planar.compute_dtype(x.dtype))
+    return re + im
+
+
+def _spread(root: bool, with_mean: bool):
+    def decomposition(x, dim=None, *, correction=None, keepdim=False):
+        if not _complex_input(x):
+            return NotImplemented
+        spread = _variance(x, dim, correction, keepdim)
+        spread = (torch.sqrt(spread) if root else spread).to(planar.real_dtype(x.dtype))
+        if not with_mean:
+            return spread
+        return spread, _sum_or_mean(torch.mean)(x, dim, keepdim)
+
+    return decomposition
+
+
+TABLE[aten.var.correction] = _spread(root=False, with_mean=False)
+TABLE[aten.std.correction] = _spread(root=True, with_mean=False)
+TABLE[aten.var_mean.correction] = _spread(root=False, with_mean=True)
+TABLE[aten.std_mean.correction] = _spread(root=True, with_mean=True)
+
+
+@_register(aten.linalg_vector_norm.default)
+def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    if not _complex_input(x):
+        return NotImplemented
+    result = planar.real_dtype(dtype or x.dtype)
+    magnitude = F.magnitude(planar.parts(x, planar.compute_dtype(result)))
+    return torch.linalg.vector_norm(magnitude, ord, dim, keepdim).to(result)
+
+
+# -- matrix products and FFTs: jitdtypes custom ops ------------------------------------------------------------
+
+
+def _sixteen_bit(*tensors) -> bool:
+    return any(isinstance(t, torch.Tensor) and t.dtype in planar.SIXTEEN_BIT_COMPLEX for t in tensors)
+
+
+@_register(aten.mm.default, aten.bmm.default)
+def _matmul(a, b):
+    if not _sixteen_bit(a, b):
+        return NotImplemented
+    return custom_ops.complex_matmul(a, b)
+
+
+def _scaled_sum(bias, product, beta, alpha):
+    """beta * bias + alpha * product, with bias ignored when beta == 0 (ATen's rule: NaN in it is dropped)."""
+    if beta == 0:
+        return _planar(lambda p: F.mul(p, planar.parts(alpha)), product)
+    return _planar(lambda s, p: F.add(F.mul(s, planar.parts(beta)), F.mul(p, planar.parts(alpha))), bias, product,
+                   dtype=product.dtype)
+
+
+@_register(aten.addmm.default, aten.baddbmm.default)
+def _add_matmul(bias, a, b, *, beta=1, alpha=1):
+    if not _sixteen_bit(a, b):
+        return NotImplemented
+    return _scaled_sum(bias, custom_ops.complex_matmul(a, b), beta, alpha)
+
+
+@_register(aten.addbmm.default)
+def _add_batch_sum(bias, a, b, *, beta=1, alpha=1):
+    if not _sixteen_bit(a, b):
+        return NotImplemented
+    product = custom_ops.complex_matmul(a, b)
+    summed = _planar(lambda p: (p[0].sum(0), p[1].sum(0)), product)
+    return _scaled_sum(bias, summed, beta, alpha)
+
+
+@_register(aten._fft_r2c.default)
+def _fft_r2c(x, dim, normalization, onesided):
+    if x.dtype not in planar.SIXTEEN_BIT_REAL:
+        return NotImplemented
+    return custom_ops.fft_r2c(x, dim, normalization, onesided)
+
+
+@_register(aten._fft_c2c.default)
+def _fft_c2c(x, dim, normalization, forward):
+    if not _sixteen_bit(x):
+        return NotImplemented
+    return custom_ops.fft_c2c(x, dim, normalization, forward)
+
+
+@_register(aten._fft_c2r.default)
+def _fft_c2r(x, dim, normalization, last_dim_size):
+    if not _sixteen_bit(x):
+        return NotImplemented
+    return custom_ops.fft_c2r(x, dim, normalization, last_dim_size)

@@ -1,0 +1,119 @@
+"""Complex values as planar (re, im) parts while AOTAutograd traces a graph for Inductor.
+
+A decomposition receives complex tensors and must return one. It returns `assemble(re, im, dtype)`, a complex
+tensor packed from the float32 parts, and remembers the parts for that tensor. The next decomposition that
+receives it asks `parts(tensor)` and gets the float32 parts back, so the packing is dead code unless
+something else needs the complex tensor (a graph output, an op without a planar formula); Inductor removes
+it. Chains therefore stay in float32 inside one fused kernel and touch 16 bits only where a complex value
+enters or leaves it.
+
+Remembered parts are only valid in the trace that made them: the same input tensor object can be traced
+twice by AOTAutograd (each trace has its own tracer), and an in-place op bumps the version counter. Both are
+checked on every lookup.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+from torch.fx.experimental import proxy_tensor
+from torch.utils._pytree import tree_flatten
+from torch.utils.weak import WeakIdKeyDictionary
+
+from .. import dtypes
+from . import bits
+
+SIXTEEN_BIT_COMPLEX = frozenset(dtypes.COMPLEX_TARGETS)
+SIXTEEN_BIT_REAL = frozenset(dtypes.REAL_TARGETS)
+
+# tensor -> (tracer, version, re, im)
+_remembered: WeakIdKeyDictionary = WeakIdKeyDictionary()
+
+
+def _current_tracer():
+    mode = proxy_tensor.get_proxy_mode()
+    return mode.tracer if mode is not None else None
+
+
+def _lookup(t: torch.Tensor):
+    entry = _remembered.get(t)
+    if entry is None:
+        return None
+    tracer_ref, version, re, im = entry
+    tracer = _current_tracer()
+    if tracer is None or tracer_ref() is not tracer or t._version != version:
+        del _remembered[t]
+        return None
+    return re, im
+
+
+def _remember(t: torch.Tensor, re: torch.Tensor, im: torch.Tensor | None) -> None:
+    tracer = _current_tracer()
+    if tracer is not None:  # outside a trace (a decomposition called directly) there is nothing to reuse
+        _remembered[t] = (weakref.ref(tracer), t._version, re, im)
+
+
+def is_planar(value) -> bool:
+    """A tensor whose complex value this trace already holds as parts."""
+    return isinstance(value, torch.Tensor) and _lookup(value) is not None
+
+
+def involved(*args) -> bool:
+    """True when a decomposition should compute planar: some tensor argument is 16-bit complex or held as
+    parts (e.g. complex64 made from complex32). Everything else (float32, plain complex64 programs) keeps
+    the table's previous entry, so compiled code that never touches 16-bit complex is unchanged."""
+    for value in tree_flatten(args)[0]:
+        if isinstance(value, torch.Tensor) and (value.dtype in SIXTEEN_BIT_COMPLEX or is_planar(value)):
+            return True
+    return False
+
+
+def compute_dtype(result_dtype: torch.dtype) -> torch.dtype:
+    """The real dtype parts are computed in: float32, or float64 where the result is complex128/float64."""
+    return torch.float64 if result_dtype in (torch.complex128, torch.float64) else torch.float32
+
+
+def parts(value, compute: torch.dtype = torch.float32):
+    """(re, im) of a tensor or Python number in `compute`; im is None for real values (cheaper formulas)."""
+    if isinstance(value, complex):
+        return value.real, value.imag
+    if not isinstance(value, torch.Tensor):
+        return value, None
+    if not value.is_complex():
+        return value.to(compute), None
+    found = _lookup(value)
+    if found is None:
+        if bits.supported(value.dtype):
+            found = bits.unpack(value)
+        else:
+            real = torch.view_as_real(value.resolve_conj().resolve_neg())
+            found = real[..., 0], real[..., 1]
+        _remember(value, *found)
+    re, im = found
+    return re.to(compute), im.to(compute)
+
+
+def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
+    """The complex tensor of `dtype` with these parts (float, same shape), remembered for later lookups."""
+    if im is None:
+        im = torch.zeros_like(re)
+    elif re.shape != im.shape:
+        re, im = torch.broadcast_tensors(re, im)
+    compute = compute_dtype(dtype)
+    re, im = re.to(compute), im.to(compute)
+    if bits.supported(dtype):
+        out = bits.pack(re, im, dtype)
+    else:
+        out = torch.view_as_complex(torch.stack([re, im], -1))
+        out = out if out.dtype == dtype else out.to(dtype)
+    _remember(out, re, im)
+    return out
+
+
+_REAL_OF_COMPLEX = {**dtypes.REAL_OF, torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+def real_dtype(dtype: torch.dtype) -> torch.dtype:
+    """complex32 -> float16, bcomplex32 -> bfloat16, complex64 -> float32 ...; real dtypes map to themselves."""
+    return _REAL_OF_COMPLEX.get(dtype, dtype)
