@@ -191,7 +191,51 @@ _PATCHES = (
     (torch, "tensor", lambda original: _converter(original, ("device", "pin_memory"), _new_tensor)),
 )
 _MISSING = object()
+# one wrapper per (owner, attribute, original) for the process: compilers know functions by identity
+_wrappers: dict[tuple, object] = {}
 _installed: list[tuple[object, str, object, object]] = []  # (owner, attribute, own attribute before, wrapper)
+
+
+def _wrapper(owner, name: str, make_wrapper):
+    original = getattr(owner, name)
+    key = (owner, name, original)
+    if key not in _wrappers:
+        wrapper = make_wrapper(original)
+        _stand_in_for_compilers(wrapper, original, owner, name)
+        _wrappers[key] = wrapper
+    return _wrappers[key]
+
+
+def _stand_in_for_compilers(wrapper, original, owner, name: str) -> None:
+    """TorchScript knows PyTorch's functions by identity, from a table it fills once with whatever torch.tensor
+    is at that moment: the wrapper and the original both name the ATen op there, whichever is installed."""
+    if owner is not torch:
+        return
+    from torch.jit import _builtins
+
+    op = f"aten::{name}"
+    if _builtins._builtin_table is None:
+        _builtins._builtin_ops.extend([(wrapper, op), (original, op)])
+    else:
+        _builtins._register_builtin(wrapper, op)
+
+
+def _same_function_for_dynamo(wrapper, original) -> None:
+    """torch.compile (dynamo) also keys its rules and handlers by function object, in tables filled once: each
+    of the pair gets the entry the other has, so that dynamo sees PyTorch's function through either. Called on
+    every install and uninstall; tables not filled yet pick up whichever is installed when they are."""
+    trace_rules = sys.modules.get("torch._dynamo.trace_rules")
+    torch_variables = sys.modules.get("torch._dynamo.variables.torch")
+    tables = []
+    if trace_rules is not None and trace_rules.get_torch_obj_rule_map.cache_info().currsize:
+        tables.append(trace_rules.get_torch_obj_rule_map())
+    handlers = getattr(getattr(torch_variables, "TorchInGraphFunctionVariable", None), "_get_handlers", None)
+    if handlers is not None and handlers.cache_info().currsize:
+        tables.append(handlers())
+    for table in tables:
+        for known, unknown in ((wrapper, original), (original, wrapper)):
+            if known in table and unknown not in table:
+                table[unknown] = table[known]
 
 
 def install() -> None:
@@ -200,8 +244,10 @@ def install() -> None:
         return
     for owner, name, make_wrapper in _PATCHES:
         before = owner.__dict__.get(name, _MISSING)
-        wrapper = make_wrapper(getattr(owner, name))
+        original = getattr(owner, name)
+        wrapper = _wrapper(owner, name, make_wrapper)
         setattr(owner, name, wrapper)
+        _same_function_for_dynamo(wrapper, original)
         _installed.append((owner, name, before, wrapper))
 
 
@@ -215,3 +261,4 @@ def uninstall() -> None:
             delattr(owner, name)
         else:
             setattr(owner, name, before)
+        _same_function_for_dynamo(wrapper, getattr(owner, name))

@@ -382,12 +382,47 @@ def test_python_data_converts_as_without_jitdtypes(data):
     assert with_jitdtypes == without
 
 
-def test_compiled_code_sees_the_same_conversions():
-    def conversions(x, array):
-        return (torch.tensor([1.5, 2.0]) + torch.as_tensor(array) + torch.from_numpy(array) + x
-                + torch.as_tensor(x.numpy() * 2))
+COMPILERS_SCRIPT = """
+import sys, warnings
+import numpy as np, torch
+warnings.simplefilter("ignore")
 
+def conversions(x, array):
+    return torch.tensor([1.5, 2.0]) + torch.as_tensor(array) + torch.from_numpy(array) + x
+
+def scripted(x: torch.Tensor):
+    return x + torch.tensor([1.0, 2.0]) + torch.as_tensor([3.0, 4.0])
+
+def check(state, fn=conversions):
+    import torch._dynamo
     torch._dynamo.reset()
     x, array = torch.ones(2), np.arange(2, dtype=np.float32)
-    compiled = torch.compile(conversions, backend="eager", fullgraph=True)
-    assert torch.equal(compiled(x, array), conversions(x, array))
+    compiled = torch.compile(fn, backend="eager", fullgraph=True)(x, array)
+    print(state, torch.equal(compiled, fn(x, array)), torch.equal(torch.jit.script(scripted)(x), scripted(x)))
+
+if sys.argv[1] == "compilers first":
+    check("before import")
+import jitdtypes
+check("enabled")
+check("enabled", lambda x, array: torch.as_tensor(x.numpy() * 2) + x)
+with jitdtypes.disabled():
+    check("disabled")
+check("enabled again")
+"""
+
+
+@pytest.mark.parametrize("order", ["compilers first", "jitdtypes first"])
+def test_torch_compile_and_torchscript_see_pytorchs_functions(order, tmp_path):
+    # compilers know functions by identity, in tables filled once: whichever is installed when they are
+    # filled, both compile (fullgraph) and script in every state, with the results of eager calls
+    script = tmp_path / "compilers.py"  # TorchScript reads the source of what it compiles
+    script.write_text(COMPILERS_SCRIPT)
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, str(script), order], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    states = ["enabled", "enabled", "disabled", "enabled again"]
+    if order == "compilers first":
+        states.insert(0, "before import")
+    assert run.stdout.splitlines() == [f"{state} True True" for state in states]
