@@ -196,8 +196,7 @@ _wrappers: dict[tuple, object] = {}
 _installed: list[tuple[object, str, object, object]] = []  # (owner, attribute, own attribute before, wrapper)
 
 
-def _wrapper(owner, name: str, make_wrapper):
-    original = getattr(owner, name)
+def _wrapper(owner, name: str, original, make_wrapper):
     key = (owner, name, original)
     if key not in _wrappers:
         wrapper = make_wrapper(original)
@@ -245,7 +244,7 @@ def install() -> None:
     for owner, name, make_wrapper in _PATCHES:
         before = owner.__dict__.get(name, _MISSING)
         original = getattr(owner, name)
-        wrapper = _wrapper(owner, name, make_wrapper)
+        wrapper = _wrapper(owner, name, original, make_wrapper)
         setattr(owner, name, wrapper)
         _same_function_for_dynamo(wrapper, original)
         _installed.append((owner, name, before, wrapper))
