@@ -47,7 +47,7 @@ class Installation:
     """What install() changed; remove() puts everything back (idempotent)."""
 
     def __init__(self) -> None:
-        self.meta_library = None
+        self.meta_kernels: meta_kernels.MetaKernels | None = None
         self.replaced: list[tuple[dict, object, object]] = []  # (table, overload, previous entry or None)
         self.import_hook: _AfterImport | None = None
         self.cache_tag: str | None = None
@@ -92,16 +92,16 @@ class Installation:
             if self.cache_tag is not None and getattr(config, "cache_key_tag", None) == self.cache_tag:
                 config.cache_key_tag = self.previous_cache_tag
             self.cache_tag = None
-            if self.meta_library is not None:
-                self.meta_library._destroy()
-                self.meta_library = None
+            if self.meta_kernels is not None:
+                self.meta_kernels.remove()
+                self.meta_kernels = None
 
 
 def install(findings_by_device: dict) -> Installation:
     """Install the compile path for jitdtypes' findings ({device type: [Finding]}); see the module docstring."""
     installation = Installation()
     try:
-        installation.meta_library = meta_kernels.install(findings_by_device)
+        installation.meta_kernels = meta_kernels.install(findings_by_device)
         config = torch.compiler.config
         if hasattr(config, "cache_key_tag"):
             installation.previous_cache_tag = config.cache_key_tag

@@ -300,10 +300,12 @@ def _split_value(value, compute):
     return value, value
 
 
-def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=False):
-    """Register `overload` as itself applied to the real parts and to the imaginary parts of the arguments at
-    `complex_positions` (tensors, tensor lists or numbers); the result dtype promotes the arguments at
-    `dtype_from` (the self argument for copies and scatters, whose results take self's dtype)."""
+def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=False, apply=None):
+    """Register `overload` as `apply` (by default the overload itself) applied to the real parts and to the
+    imaginary parts of the arguments at `complex_positions` (tensors, tensor lists or numbers); the result
+    dtype promotes the arguments at `dtype_from` (the self argument for copies and scatters, whose results
+    take self's dtype)."""
+    apply = apply or overload
 
     def decomposition(*args, **kwargs):
         if not planar.involved(*(args[i] for i in complex_positions if i < len(args))):
@@ -316,7 +318,7 @@ def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=Fa
         for i in complex_positions:
             if i < len(args):
                 re_args[i], im_args[i] = _split_value(args[i], compute)
-        re, im = overload(*re_args, **kwargs), overload(*im_args, **kwargs)
+        re, im = apply(*re_args, **kwargs), apply(*im_args, **kwargs)
         if outputs_many:
             return [planar.assemble(r, i, dtype) for r, i in zip(re, im)]
         return planar.assemble(re, im, dtype)
@@ -324,8 +326,11 @@ def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=Fa
     TABLE[overload] = decomposition
 
 
+# Parts are computed values whose strides need not allow a view of the complex tensor's shape: reshape.
+_per_part(aten.view.default, apply=torch.reshape)
+_per_part(aten._unsafe_view.default, apply=torch.reshape)
 for _overload in (
-    aten.view.default, aten._unsafe_view.default, aten.permute.default, aten.expand.default,
+    aten.permute.default, aten.expand.default,
     aten.unsqueeze.default, aten.squeeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor,
     aten.select.int, aten.index.Tensor, aten.gather.default, aten.index_select.default, aten.clone.default,
     aten.alias.default, aten.t.default, aten.transpose.int, aten.diagonal.default, prims.rev.default,

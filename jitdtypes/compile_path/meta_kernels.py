@@ -14,12 +14,16 @@ returned. This is trace-time work only.
 
 from __future__ import annotations
 
+import threading
+
 import torch
 from torch.utils._pytree import tree_flatten
 
 from .. import dtypes, registrar, schema, upcast
 
 _META_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
+# Set while a kernel here runs: the upcast path's own conversions (clone, neg ...) take PyTorch's meta kernels.
+_inside = threading.local()
 
 
 def _has_meta_kernel(name: str) -> bool:
@@ -28,56 +32,101 @@ def _has_meta_kernel(name: str) -> bool:
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     if has(name, "CompositeImplicitAutograd"):
         return False
-    return has(name, "Meta") or has(name, "CompositeExplicitAutograd")
+    return any(has(name, key) for key in ("Meta", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional"))
 
 
 def _signature(value) -> list:
     return [(t.dtype, tuple(t.shape)) for t in tree_flatten(value)[0] if isinstance(t, torch.Tensor)]
 
 
-def _meta_kernel(info: schema.Overload, original, targets: frozenset):
-    call_original = original.call_boxed
+def _original_meta(info: schema.Overload):
+    """PyTorch's Meta kernel as a callable. A Python meta function (torch._meta_registrations) is called
+    directly: through torch.library.get_kernel, a Python kernel called while a dispatch mode is active is
+    dispatched again by name, which would reach the kernel registered here instead."""
+    python_meta = info.op.py_kernels.get(torch._C.DispatchKey.Meta)
+    if python_meta is not None:
+        return python_meta
+    call_boxed = torch.library.get_kernel(info.full_name, "Meta").call_boxed
+    return lambda *args, **kwargs: call_boxed(_META_KEYSET, *args, **kwargs)
+
+
+def _meta_kernel(info: schema.Overload, call_original, targets: frozenset):
 
     def kernel(*args, **kwargs):
         values = tree_flatten((args, kwargs))[0]
-        if not any(isinstance(v, torch.Tensor) and v.dtype in targets for v in values):
-            return call_original(_META_KEYSET, *args, **kwargs)
+        if getattr(_inside, "active", False) or not any(
+            isinstance(v, torch.Tensor) and v.dtype in targets for v in values
+        ):
+            return call_original(*args, **kwargs)
+        _inside.active = True
         try:
-            result = call_original(_META_KEYSET, *args, **kwargs)
-        except Exception as exc:
-            if not registrar.looks_like_dtype_error(exc):
-                raise
-            return upcast.run(info, args, kwargs)
-        try:
-            expected = upcast.run(info, args, kwargs)
-        except Exception:  # the upcast path cannot say (data-dependent output): trust PyTorch
-            return result
-        return result if _signature(result) == _signature(expected) else expected
+            return _checked(info, call_original, args, kwargs)
+        finally:
+            _inside.active = False
 
     kernel.__name__ = f"jitdtypes_meta_{info.short_name.replace('.', '_')}"
     return kernel
 
 
-def install(findings_by_device: dict) -> torch.library.Library:
-    """Register the Meta kernels for every overridden overload (findings of all devices) that has one;
-    destroying the returned library removes them."""
+def _checked(info: schema.Overload, call_original, args, kwargs):
+    """PyTorch's meta result where it agrees with the upcast path on dtypes and shapes, else the upcast one."""
+    try:
+        result = call_original(*args, **kwargs)
+    except Exception as exc:
+        if not registrar.looks_like_dtype_error(exc):
+            raise
+        return upcast.run(info, args, kwargs)
+    try:
+        expected = upcast.run(info, args, kwargs)
+    except Exception:  # the upcast path cannot say (data-dependent output): trust PyTorch
+        return result
+    return result if _signature(result) == _signature(expected) else expected
+
+
+class MetaKernels:
+    """The registered kernels; remove() restores PyTorch's."""
+
+    def __init__(self) -> None:
+        self.library = torch.library.Library("aten", "IMPL")
+        self.python_kernels: list[tuple[torch._ops.OpOverload, object]] = []  # (op, PyTorch's python meta)
+
+    def add(self, info: schema.Overload, targets: frozenset) -> None:
+        original = _original_meta(info)
+        kernel = _meta_kernel(info, original, targets)
+        self.library.impl(info.short_name, kernel, "Meta")
+        python_meta = info.op.py_kernels.get(torch._C.DispatchKey.Meta)
+        if python_meta is not None:
+            # Under the Python dispatcher (Dynamo's fake-tensor propagation) a Python meta function in
+            # op.py_kernels is used instead of the dispatcher's Meta kernel: it is replaced too.
+            info.op.py_kernels[torch._C.DispatchKey.Meta] = kernel
+            info.op._dispatch_cache.clear()
+            self.python_kernels.append((info.op, python_meta))
+
+    def remove(self) -> None:
+        for op, python_meta in reversed(self.python_kernels):
+            op.py_kernels[torch._C.DispatchKey.Meta] = python_meta
+            op._dispatch_cache.clear()
+        self.python_kernels.clear()
+        self.library._destroy()
+
+
+def install(findings_by_device: dict) -> MetaKernels:
+    """Register the Meta kernels for every overridden overload (findings of all devices) that has one."""
     targets_by_name: dict[str, set] = {}
     for findings in findings_by_device.values():
         for finding in findings:
             known = {dtypes.BY_NAME[n] for n in finding.status if n in dtypes.BY_NAME}
             targets_by_name.setdefault(finding.overload, set()).update(known)
-    library = torch.library.Library("aten", "IMPL")
+    kernels = MetaKernels()
     try:
         for name, targets in sorted(targets_by_name.items()):
             try:
                 info = schema.overload(name)
             except RuntimeError:
                 continue  # an overload this torch build does not have
-            if not targets or info.mutates or not _has_meta_kernel(name):
-                continue
-            original = torch.library.get_kernel(name, "Meta")
-            library.impl(info.short_name, _meta_kernel(info, original, frozenset(targets)), "Meta")
+            if targets and not info.mutates and _has_meta_kernel(name):
+                kernels.add(info, frozenset(targets))
     except BaseException:
-        library._destroy()
+        kernels.remove()
         raise
-    return library
+    return kernels
