@@ -88,26 +88,35 @@ class MetaKernels:
 
     def __init__(self) -> None:
         self.library = torch.library.Library("aten", "IMPL")
+        self.ops: list[torch._ops.OpOverload] = []
         self.python_kernels: list[tuple[torch._ops.OpOverload, object]] = []  # (op, PyTorch's python meta)
 
     def add(self, info: schema.Overload, targets: frozenset) -> None:
-        original = _original_meta(info)
-        kernel = _meta_kernel(info, original, targets)
+        kernel = _meta_kernel(info, _original_meta(info), targets)
         self.library.impl(info.short_name, kernel, "Meta")
         python_meta = info.op.py_kernels.get(torch._C.DispatchKey.Meta)
         if python_meta is not None:
             # Under the Python dispatcher (Dynamo's fake-tensor propagation) a Python meta function in
             # op.py_kernels is used instead of the dispatcher's Meta kernel: it is replaced too.
             info.op.py_kernels[torch._C.DispatchKey.Meta] = kernel
-            info.op._dispatch_cache.clear()
             self.python_kernels.append((info.op, python_meta))
+        self.ops.append(info.op)
+        _forget_dispatch_choices(info.op)
 
     def remove(self) -> None:
         for op, python_meta in reversed(self.python_kernels):
             op.py_kernels[torch._C.DispatchKey.Meta] = python_meta
-            op._dispatch_cache.clear()
         self.python_kernels.clear()
         self.library._destroy()
+        for op in self.ops:
+            _forget_dispatch_choices(op)
+        self.ops.clear()
+
+
+def _forget_dispatch_choices(op: torch._ops.OpOverload) -> None:
+    # The Python dispatcher caches which kernel serves each key; a cached choice that outlives the kernel
+    # it names is a crash waiting for the next torch.compile.
+    op._dispatch_cache.clear()
 
 
 def install(findings_by_device: dict) -> MetaKernels:
