@@ -43,7 +43,7 @@ def enable(guard: str | None = None) -> None:
     JITDTYPES_GUARD environment variable, else auto: compiled when a C++ compiler can build it); given while
     installed, it switches the guard if it differs."""
     global _registration
-    from . import discovery, native_guard, registrar
+    from . import discovery, native_guard, numpy_interop, registrar
 
     with _lock:
         if _registration is not None:
@@ -56,14 +56,18 @@ def enable(guard: str | None = None) -> None:
                 _discoveries[device_type] = discovery.load_or_discover(device_type)
         chosen = native_guard.resolve(guard)
         _registration = registrar.install({d: found.findings for d, found in _discoveries.items()}, chosen)
+        numpy_interop.install()
         log.debug("jitdtypes: %d kernels registered (%s guard)", len(_registration.keys), chosen)
 
 
 def disable() -> None:
     """Remove every override: PyTorch behaves exactly as without jitdtypes."""
     global _registration
+    from . import numpy_interop
+
     with _lock:
         if _registration is not None:
+            numpy_interop.uninstall()
             _registration.remove()
             _registration = None
 

@@ -18,7 +18,7 @@ import warnings
 import torch
 
 from . import dtypes, engine, entry_points, native_guard, path_record, upcast, wrapped_numbers
-from .findings import BACKEND, Finding
+from .findings import BACKEND, Finding, kernel_level
 from .probe import MISSING, PARTIAL
 from .schema import OPTIONAL_TENSOR, OTHER, TENSOR, TENSOR_LIST, Overload, overload
 
@@ -67,13 +67,22 @@ class Registration:
             if captured is not None:
                 captured.release()
         self.keys.append((info.full_name, dispatch_key))
+        _forget_dispatch_choices(info)
 
     def remove(self) -> None:
         if self.compiled is not None:
             self.compiled.close()  # first: its guards call the Python kernels underneath
         self.library._destroy()
+        for name in {name for name, _ in self.keys}:
+            _forget_dispatch_choices(overload(name))
         self.keys.clear()
         self.typed.clear()
+
+
+def _forget_dispatch_choices(info: Overload) -> None:
+    # The Python dispatcher (Dynamo, fake tensors) caches per OpOverload which dispatch key's kernel to call;
+    # a choice made while our kernel was registered there points at nothing once it is removed (a segfault).
+    info.op._dispatch_cache.clear()
 
 
 def install(findings_by_device: dict[str, list[Finding]], guard: str = native_guard.PYTHON) -> Registration:
@@ -93,6 +102,7 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
     for device_type, findings in findings_by_device.items():
         if registration.compiled is not None:
             findings = findings + _compiled_guard_only_findings(findings)
+        findings = findings + _weighted_findings(findings, device_type)
         for finding in findings:
             try:
                 info = overload(finding.overload)
@@ -114,6 +124,15 @@ def _compiled_guard_only_findings(findings: list[Finding]) -> list[Finding]:
     known = {f.overload for f in findings}
     status = {dtypes.NAMES[d]: PARTIAL for d in dtypes.COMPLEX_TARGETS}
     return [Finding(name, BACKEND, dict(status), {}) for name in _COMPILED_GUARD_ONLY if name not in known]
+
+
+def _weighted_findings(findings: list[Finding], device_type: str) -> list[Finding]:
+    """PyTorch runs cov for the 16-bit dtypes, but float32 weights promote its result to complex64: it takes
+    the upcast path, which keeps the data's dtype (upcast.WEIGHTS)."""
+    known = {f.overload for f in findings}
+    status = {dtypes.NAMES[d]: MISSING for d in dtypes.COMPLEX_TARGETS}
+    return [Finding(name, kernel_level(name, device_type), dict(status), {})
+            for name in upcast.WEIGHTS if name not in known]
 
 
 def _constant_keyset(dispatch_key: str):

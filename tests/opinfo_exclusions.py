@@ -11,10 +11,6 @@ RANDOM_OPS = UNINITIALIZED_OPS | {
     "normal.in_place", "uniform", "randn", "randn_like", "rand_like", "svd_lowrank", "pca_lowrank",
 }
 
-# Samples carry float32 tensors that promote the 16-bit input to complex64 (torch.promote_types rules),
-# and PyTorch has no meta kernel to ask: the complex64 result dtype is expected as is.
-WIDE_RESULT = frozenset({"cov"})
-
 _SPARSE = "sparse layouts are out of scope: jitdtypes covers strided tensors"
 _PINV_SINGULAR = (
     "pinv of exactly singular matrices: the cut-off between zero and tiny singular values is decided on "

@@ -94,3 +94,27 @@ def test_cli_version_and_ops():
     assert lines[0].startswith(f"guard: {jitdtypes.guard()}")
     assert lines[1].split() == ["op", "dtype", "device", "support", "path", "calls"]
     assert lines[-1].endswith("upcast") and "rows" in lines[-1]
+
+
+_COMPILE_ACROSS_DISABLE = """
+import torch, torch._dynamo, jitdtypes
+f = lambda x: torch.as_tensor(x.numpy() * 2) + x.clone()
+def run():
+    torch._dynamo.reset()
+    return torch.compile(f, backend="eager", fullgraph=True)(torch.ones(2))
+first = run()
+with jitdtypes.disabled():
+    second = run()
+third = run()
+print(first.tolist(), second.tolist(), third.tolist())
+"""
+
+
+@pytest.mark.parametrize("guard", ["compiled", "python"])
+def test_compiling_after_disable_uses_pytorch_kernels_again(guard):
+    # The Python dispatcher caches which key's kernel to call; removing ours must not leave it pointing at
+    # nothing (that was a segfault, so it runs in a child process).
+    run = subprocess.run([sys.executable, "-c", _COMPILE_ACROSS_DISABLE], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "JITDTYPES_GUARD": guard})
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split("\n")[-2] == "[3.0, 3.0] [3.0, 3.0] [3.0, 3.0]"

@@ -8,7 +8,7 @@ import jitdtypes
 import jitdtypes.engine
 from jitdtypes import dtypes
 from tests import opinfo_samples as db
-from tests.opinfo_exclusions import EXCLUDED, MIN_COVERAGE, RANDOM_OPS, WIDE_RESULT
+from tests.opinfo_exclusions import EXCLUDED, MIN_COVERAGE, RANDOM_OPS
 
 TARGETS = [d for d in dtypes.COMPLEX_TARGETS]
 OPS = db.ops_supporting(torch.complex64)
@@ -53,7 +53,7 @@ def _declared_dtypes(op, reference_sample, target):
     return [family.get(d, d) if d != w else d for d, w in zip(low, wide)]
 
 
-def assert_matches(actual, expected, target, where, declared=None, wide_inputs=False):
+def assert_matches(actual, expected, target, where, declared=None):
     actual_flat, expected_flat = db.flat(actual), db.flat(expected)
     assert len(actual_flat) == len(expected_flat), where
     declared = iter(declared or ())
@@ -64,7 +64,7 @@ def assert_matches(actual, expected, target, where, declared=None, wide_inputs=F
             else:
                 assert a == e, where
             continue
-        want = next(declared, None) or (e.dtype if wide_inputs else _mapped_dtype(e.dtype, target))
+        want = next(declared, None) or _mapped_dtype(e.dtype, target)
         assert a.dtype == want, f"{where}: dtype {a.dtype}, expected {want}"
         assert a.shape == e.shape, f"{where}: shape {a.shape}, expected {e.shape}"
         if not (e.is_floating_point() or e.is_complex()):
@@ -106,8 +106,7 @@ def check_op(op, target) -> int:
                 assert (a.dtype, a.shape) == (_mapped_dtype(e.dtype, target), e.shape), where
         else:
             declared = _declared_dtypes(op, reference_input, target)
-            wide = name in WIDE_RESULT and any(t.dtype == torch.float32 for t in db.flat_tensors(reference_input.kwargs))
-            assert_matches(actual, expected, target, where, declared, wide)
+            assert_matches(actual, expected, target, where, declared)
         checked += 1
     return checked
 
