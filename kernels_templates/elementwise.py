@@ -15,7 +15,9 @@ Parameters of every elementwise module:
 
 The kernel walks the broadcast output shape in row-major order. Dims that every operand lets merge are merged
 (common.collapse_dims); up to MAX_RANK dims remain, padded with size-1 dims on the inner side, which Triton
-specializes as constants, so a contiguous launch pays no division. When more dims remain the launcher copies
+specializes as constants, so a contiguous launch pays no division. An operand whose strides are the row-major
+ones of that shape (DENSE) is addressed by the flat index alone, and interleaved ones then move as contiguous
+runs of parts (128-bit accesses on GPUs). When more dims remain the launcher copies
 the inputs dense instead (see _launch_dense): growing the index arithmetic of every kernel for the rare 5-d
 permuted case is the worse trade.
 """
@@ -32,6 +34,9 @@ import torch
 from . import common
 
 MAX_RANK = 4
+# 1024 elements per program over 4 warps: 8 per thread, i.e. two 128-bit accesses per interleaved operand, and
+# 16 resident programs per SM keep enough loads in flight to saturate memory on A100 and H100.
+NUM_WARPS = 4
 INT32_LIMIT = 2**31  # offsets at or past it need 64-bit index arithmetic
 LAYOUTS = ("interleaved", "planar")
 INTERLEAVED, PLANAR = LAYOUTS
@@ -171,6 +176,25 @@ def _cdiv(ar, ai, br, bi):
 ''',
 }
 
+# Interleaved operands that are dense in the iteration order move as one contiguous run of 2 * BLOCK parts, split
+# in registers: the compiler turns that into 128-bit accesses, where separate re and im accesses at 2 * i and
+# 2 * i + 1 compile to 16-bit ones.
+DENSE_ACCESS = {
+    "_load_dense_pairs": '''
+@triton.jit
+def _load_dense_pairs(ptr, first, numel, BLOCK: tl.constexpr):
+    parts = 2 * first + tl.arange(0, 2 * BLOCK)
+    re, im = tl.split(tl.reshape(tl.load(ptr + parts, mask=parts < 2 * numel), [BLOCK, 2]))
+    return re.to(tl.float32), im.to(tl.float32)
+''',
+    "_store_dense_pairs": '''
+@triton.jit
+def _store_dense_pairs(ptr, first, numel, re, im, BLOCK: tl.constexpr):
+    parts = 2 * first + tl.arange(0, 2 * BLOCK)
+    tl.store(ptr + parts, tl.reshape(tl.join(re, im), [2 * BLOCK]), mask=parts < 2 * numel)
+''',
+}
+
 _CALLED_NAME = re.compile(r"\b(_[a-z0-9_]+)\(")
 
 
@@ -229,38 +253,43 @@ def render_module(params: dict, *, slots, body: str, result: str, library: dict[
     kernel_args = [f"{s}_ptr, {s}_s0, {s}_s1, {s}_s2, {s}_s3" for s in input_sets + output_sets]
     if scalar_args:
         kernel_args.append(", ".join(scalar_args))
-    kernel_args += ["numel, n1, n2, n3", "BLOCK: tl.constexpr, WIDE: tl.constexpr"]
+    kernel_args += ["numel, n1, n2, n3", "BLOCK: tl.constexpr, WIDE: tl.constexpr",
+                    ", ".join(f"DENSE{i}: tl.constexpr" for i in range(len(input_sets) + len(output_sets)))]
 
     # Scalar arguments become fp32 blocks: the interpreter passes them as Python floats and mistypes
     # comparisons of 0-d values, compiled kernels get fp32 scalars; a block behaves the same in both.
     loads = [f"{a} = tl.full([BLOCK], {a}, tl.float32)" for a in scalar_args]
+    dense_flags = [f"DENSE{i}" for i in range(len(input_sets) + len(output_sets))]
+    flag = iter(dense_flags)
     for name, kind in tensor_slots:
         if kind == BOOL:
-            loads += [_offset(name), f"{name} = tl.load({name}_ptr + {name}_off, mask=mask) != 0"]
+            loads += _dense_or_strided(next(flag), name, [f"{name} = tl.load({name}_ptr + {{off}}, mask=mask) != 0"])
         elif planar:
             for part_name in ("re", "im"):
                 s = f"{name}_{part_name}"
-                loads += [_offset(s), f"{s} = tl.load({s}_ptr + {s}_off, mask=mask).to(tl.float32)"]
+                loads += _dense_or_strided(next(flag), s, [f"{s} = tl.load({s}_ptr + {{off}}, mask=mask).to(tl.float32)"])
         else:
-            loads += [
-                _offset(name),
-                f"{name}_re = tl.load({name}_ptr + 2 * {name}_off, mask=mask).to(tl.float32)",
-                f"{name}_im = tl.load({name}_ptr + 2 * {name}_off + 1, mask=mask).to(tl.float32)",
-            ]
-    if result == REAL:
-        stores = [_offset("out"), f"tl.store(out_ptr + out_off, {round_to_part.format('out')}, mask=mask)"]
-    elif planar:
+            loads += _dense_or_strided(
+                next(flag), name,
+                [f"{name}_re = tl.load({name}_ptr + 2 * {{off}}, mask=mask).to(tl.float32)",
+                 f"{name}_im = tl.load({name}_ptr + 2 * {{off}} + 1, mask=mask).to(tl.float32)"],
+                dense=[f"{name}_re, {name}_im = _load_dense_pairs({name}_ptr, first, numel, BLOCK)"],
+            )
+    if result == REAL or planar:
         stores = [
             line
             for s in output_sets
-            for line in (_offset(s), f"tl.store({s}_ptr + {s}_off, {round_to_part.format(s)}, mask=mask)")
+            for line in _dense_or_strided(
+                next(flag), s, [f"tl.store({s}_ptr + {{off}}, {round_to_part.format(s)}, mask=mask)"])
         ]
     else:
-        stores = [
-            _offset("out"),
-            f"tl.store(out_ptr + 2 * out_off, {round_to_part.format('out_re')}, mask=mask)",
-            f"tl.store(out_ptr + 2 * out_off + 1, {round_to_part.format('out_im')}, mask=mask)",
-        ]
+        rounded = f"{round_to_part.format('out_re')}, {round_to_part.format('out_im')}"
+        stores = _dense_or_strided(
+            next(flag), "out",
+            [f"tl.store(out_ptr + 2 * {{off}}, {round_to_part.format('out_re')}, mask=mask)",
+             f"tl.store(out_ptr + 2 * {{off}} + 1, {round_to_part.format('out_im')}, mask=mask)"],
+            dense=[f"_store_dense_pairs(out_ptr, first, numel, {rounded}, BLOCK)"],
+        )
 
     kernel = _KERNEL.format(
         name=f"{op}_kernel",
@@ -274,7 +303,7 @@ def render_module(params: dict, *, slots, body: str, result: str, library: dict[
         mutates=repr(tuple(output_sets) if writes_out else ()),
         part_dtype=str(PART_DTYPE[params["dtype"]]),
         block=128 if params["interpret"] else 1024,
-        helpers=jit_helpers(kernel, library),
+        helpers=jit_helpers(kernel, {**library, **DENSE_ACCESS}),
         kernel=kernel,
         run=_run_source(op, slots, planar, result, writes_out, input_sets, output_sets, scalar_args),
     )
@@ -284,8 +313,13 @@ def _offset_sets(name: str, kind: str, planar: bool) -> list[str]:
     return [f"{name}_re", f"{name}_im"] if planar and kind == COMPLEX else [name]
 
 
-def _offset(s: str) -> str:
-    return f"{s}_off = c0 * {s}_s0 + c1 * {s}_s1 + c2 * {s}_s2 + c3 * {s}_s3"
+def _dense_or_strided(flag: str, s: str, strided: list[str], dense: list[str] | None = None) -> list[str]:
+    """Statements for one operand: `dense` (default: `strided` at offset `index`) when the launcher found it
+    dense in the iteration order, `strided` with its own offset otherwise; {off} stands for the offset."""
+    dense = dense or [line.format(off="index") for line in strided]
+    offset = f"{s}_off = c0 * {s}_s0 + c1 * {s}_s1 + c2 * {s}_s2 + c3 * {s}_s3"
+    return [f"if {flag}:", *(f"    {line}" for line in dense), "else:", f"    {offset}",
+            *(f"    {line.format(off=f'{s}_off')}" for line in strided)]
 
 
 def _tuple(names) -> str:
@@ -340,9 +374,10 @@ def {name}(
 {args}):
     pid = tl.program_id(0)
     if WIDE:
-        index = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        first = pid.to(tl.int64) * BLOCK
     else:
-        index = pid * BLOCK + tl.arange(0, BLOCK)
+        first = pid * BLOCK
+    index = first + tl.arange(0, BLOCK)
     mask = index < numel
     # Row-major coordinates in the collapsed shape; unused inner dims have size 1 (constants to Triton).
     c3 = index % n3
@@ -430,14 +465,16 @@ def _launch(kernel, block, shape, numel, inputs, outputs, scalars) -> None:
     padding = MAX_RANK - len(sizes)
     sizes = sizes + [1] * padding
     wide = numel >= INT32_LIMIT
-    args = []
-    for op, op_strides in zip(operands, strides):
+    dense_strides = _contiguous_strides(sizes)
+    args, dense = [], {}
+    for i, (op, op_strides) in enumerate(zip(operands, strides)):
         op_strides = op_strides + [0] * padding
         last = sum((n - 1) * st for n, st in zip(sizes, op_strides))
         wide = wide or op.parts * (last + 1) >= INT32_LIMIT
         args += [op.pointer, *op_strides]
+        dense[f"DENSE{i}"] = all(st == want for n, st, want in zip(sizes, op_strides, dense_strides) if n > 1)
     args += [*scalars, numel, *sizes[1:]]
-    kernel[((numel + block - 1) // block,)](*args, BLOCK=block, WIDE=wide)
+    kernel[((numel + block - 1) // block,)](*args, BLOCK=block, WIDE=wide, num_warps=NUM_WARPS, **dense)
 
 
 def _launch_dense(kernel, block, shape, numel, inputs, outputs, scalars) -> None:
