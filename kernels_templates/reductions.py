@@ -7,9 +7,16 @@ Layout, handled by the host code rendered into every module:
     kept and three reduced dims with explicit strides, so transposed, sliced and expanded inputs are read in
     place. A layout that stays above three of either is permuted (reduced dims last) and copied to a
     contiguous tensor first: the only place an input is copied.
-  * One program reduces KEPT_BLOCK outputs, looping over the reduced length in chunks of a
+  * A program reduces KEPT_BLOCK outputs over a range of the reduced length, in chunks of a
     [KEPT_BLOCK, REDUCED_BLOCK] tile that is wide along whichever side is faster in memory, so loads coalesce
-    both for innermost reductions and for reductions over outer dims.
+    both for innermost reductions and for reductions over outer dims. When that side is one merged dim of
+    adjacent (re, im) pairs, each tile row is loaded as one contiguous run of parts and split in registers:
+    128-bit loads, where separate re and im loads compile to 16-bit ones.
+  * Split reductions: when the outputs alone give fewer programs than FILL_PER_SM per SM (a full reduction has
+    one output), the reduced length is cut into `splits` ranges. Each program writes fp32 partial values and a
+    finish kernel combines them per output in a fixed order, so results are the same every run (no atomics).
+    Ops that need a statistic of the whole row first (var, std and the rescaled norms, below) run in two
+    phases; each program of the second phase combines the first phase's partials of its outputs itself.
   * Outputs are written contiguous; an out= tensor that is not is filled through a contiguous temporary.
 
 Numerics: parts are loaded as fp32 and accumulated per tile lane in fp32; the result is rounded once on
@@ -18,8 +25,8 @@ only past ~4e28 elements, and a sum or 2-norm is inf exactly when the true resul
 bfloat16 shares fp32's exponent range, so for bcomplex32 any intermediate that can exceed the final value is
 rescaled: mean accumulates z / n, var and std accumulate ((z - mean) / peak)^2 with peak the row's largest
 |re| or |im|, and p-norms (including the bcomplex32 2-norm) sum (|z| / max|z|)^p over an overflow-safe |z|.
-For bcomplex32, partial sums in different tile lanes can still overflow where huge terms of opposite sign
-would cancel.
+For bcomplex32, partial sums in different tile lanes (or splits) can still overflow where huge terms of
+opposite sign would cancel.
 """
 
 from __future__ import annotations
@@ -27,10 +34,12 @@ from __future__ import annotations
 import inspect
 import math
 import textwrap
+from typing import NamedTuple
 
 import torch
 
 from . import common
+from .reduction_module import COMPLEX_MUL, MAGNITUDE, MODULE, NAN_MAX, NAN_MIN
 
 FAMILY = "reductions"
 
@@ -38,325 +47,260 @@ COMPLEX_RESULT_OPS = ("sum", "mean", "prod")
 VARIANCE_OPS = ("var", "std", "var_mean", "std_mean")
 NORM_ORDS = ("2", "1", "inf", "-inf", "0", "p")  # "p": any other positive finite order, passed at run time
 REAL_DTYPES = {"complex32": torch.float16, "bcomplex32": torch.bfloat16}
+FILL_PER_SM = 2  # programs per SM below which a reduction is split
+INTERPRETER_FILL = 4  # a few, so that the tests' small reductions take the split path too
+# Splits come in multiples of this on GPUs, so that partials load as vectors; 4 keeps the interpreter's programs
+# few while some ranges still fall past the end.
+SPLIT_MULTIPLES = {False: 16, True: 4}
 
 # ---------------------------------------------------------------------------------------------------------
-# Template: module skeleton, then per-op helpers and kernel bodies ($chunk loads one tile of (re, im)).
-
-_MODULE = '''"""Rendered by kernels_templates.reductions: $title of a $dtype tensor over any dims."""
-import math
-
-import torch
-import triton
-import triton.language as tl
-from torch.library import wrap_triton
-
-MUTATES = $mutates
-
-# Dims the kernel indexes after merging; unused ones get size 1, which Triton specializes to a constant,
-# so their index arithmetic folds away.
-KEPT_DIMS = 3
-REDUCED_DIMS = 3
-TILE = 1024
-OUTER_KEPT_BLOCK = 64
-
-$helpers
-
-@triton.jit
-def _load_chunk(parts_ptr, row, kept_mask, start, n_reduced, size1, size2, stride0, stride1, stride2,
-                REDUCED_BLOCK: tl.constexpr):
-    r = start + tl.arange(0, REDUCED_BLOCK)
-    # index arithmetic in the loop counter's width, addresses in int64
-    offset = ((r % size2).to(tl.int64) * stride2 + (r // size2 % size1).to(tl.int64) * stride1
-              + (r // (size2 * size1)).to(tl.int64) * stride0)
-    mask = kept_mask[:, None] & (r < n_reduced)[None, :]
-    pointers = parts_ptr + row[:, None] + offset[None, :]
-    re = tl.load(pointers, mask=mask, other=0.0).to(tl.float32)
-    im = tl.load(pointers + 1, mask=mask, other=0.0).to(tl.float32)
-    return re, im, mask
+# What an op computes: phases of per-lane accumulators, then a finish that stores the outputs.
 
 
-@triton.jit
-def _reduce_kernel(parts_ptr, $kernel_arguments, n_kept, n_reduced,
-                   kept_size1, kept_size2, kept_stride0, kept_stride1, kept_stride2,
-                   reduced_size1, reduced_size2, reduced_stride0, reduced_stride1, reduced_stride2,
-                   KEPT_BLOCK: tl.constexpr, REDUCED_BLOCK: tl.constexpr):
-    kept = tl.program_id(0).to(tl.int64) * KEPT_BLOCK + tl.arange(0, KEPT_BLOCK)
-    kept_mask = kept < n_kept
-    row = ((kept % kept_size2) * kept_stride2 + (kept // kept_size2 % kept_size1) * kept_stride1
-           + kept // (kept_size2 * kept_size1) * kept_stride0)
-$body
+class Accumulator(NamedTuple):
+    """fp32 tiles accumulated per lane: their names, the identity each starts from (also the value of an empty
+    range), and how two values combine: "sum", "max" (NaN dropped, like tl.max), "nan_max" and "nan_min" (NaN
+    kept) or "complex_mul" (names are a (re, im) pair)."""
+
+    names: tuple[str, ...]
+    identity: tuple[str, ...]
+    combine: str
 
 
-$collapse_dims
+class Phase(NamedTuple):
+    """update: statements folding one chunk (re, im, mask tiles) into the accumulators; derive: statements run
+    once the accumulators are combined into per-output values (same names), for later phases and the finish."""
+
+    accumulators: tuple[Accumulator, ...]
+    update: str
+    derive: str = ""
 
 
-def _fastest(strides):
-    return min((abs(s) for s in strides if s), default=math.inf)
+class OpSpec(NamedTuple):
+    phases: tuple[Phase, ...]
+    finish: str  # statements storing the outputs from the per-output values
+    outputs: list[str]
+    scalars: list[str]
 
 
-def _padded(sizes, strides, count):
-    return sizes + [1] * (count - len(sizes)), strides + [0] * (count - len(strides))
+def _sums(*names) -> tuple[Accumulator, ...]:
+    return tuple(Accumulator((name,), ("0.0",), "sum") for name in names)
 
 
-def _launch(x, dims, outputs, scalars):
-    parts = torch.view_as_real(x)
-    sizes, strides = list(x.shape), list(parts.stride())[:-1]
-    kept = [d for d in range(x.dim()) if d not in dims]
-    reduced = sorted(dims, key=lambda d: -abs(strides[d]))
-    kept_sizes, (kept_strides,) = collapse_dims([sizes[d] for d in kept], [strides[d] for d in kept])
-    reduced_sizes, (reduced_strides,) = collapse_dims([sizes[d] for d in reduced], [strides[d] for d in reduced])
-    if len(kept_sizes) > KEPT_DIMS or len(reduced_sizes) > REDUCED_DIMS:
-        flat = x.permute(kept + reduced).contiguous()
-        return _launch(flat, list(range(len(kept), x.dim())), outputs, scalars)
-    n_kept, n_reduced = math.prod(kept_sizes), math.prod(reduced_sizes)
-    reduced_block_cap = triton.next_power_of_2(max(n_reduced, 1))
-    if _fastest(reduced_strides) <= _fastest(kept_strides):
-        reduced_block = min(reduced_block_cap, TILE)
-        kept_block = min(triton.next_power_of_2(n_kept), TILE // reduced_block)
-    else:
-        kept_block = min(triton.next_power_of_2(n_kept), OUTER_KEPT_BLOCK)
-        reduced_block = min(reduced_block_cap, TILE // kept_block)
-    kept_sizes, kept_strides = _padded(kept_sizes, kept_strides, KEPT_DIMS)
-    reduced_sizes, reduced_strides = _padded(reduced_sizes, reduced_strides, REDUCED_DIMS)
-    pointers = [torch.view_as_real(out) if out.is_complex() else out for out in outputs]
-    wrap_triton(_reduce_kernel)[(triton.cdiv(n_kept, kept_block),)](
-        parts, *pointers, *scalars, n_kept, n_reduced, *kept_sizes[1:], *kept_strides,
-        *reduced_sizes[1:], *reduced_strides, KEPT_BLOCK=kept_block, REDUCED_BLOCK=reduced_block)
+_STORE_SUMS = "_store_pair(out_ptr, kept0, n_kept, acc_re, acc_im, KEPT_BLOCK)"
+_EMPTY_MEAN_IS_NAN = """mean_re = tl.where(n_reduced == 0, float("nan"), mean_re)
+mean_im = tl.where(n_reduced == 0, float("nan"), mean_im)"""
+# deviations divided by the row's largest part (or |z|) keep their squares (powers) inside fp32 for any bf16
+# input; an all-zero row keeps scale 1, and so does a non-finite one (its deviations are NaN anyway, and
+# inf / inf would turn a norm into NaN)
+_SCALE = 'scale = tl.where((peak > 0) & (peak < float("inf")), peak, 1.0)'
 
-
-def run(x: torch.Tensor, dims: list[int], $run_scalars$run_outputs) -> None:
-    """Reduce x over `dims` (ascending, non-negative; every dim of x for a full reduction) into the output
-    tensor(s), which already have the result's shape (with or without the kept size-1 dims)."""
-    outputs = [$output_names]
-    targets = [t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in outputs]
-    if targets[0].numel():
-        _launch(x, dims, targets, [$scalar_names])
-    for target, output in zip(targets, outputs):
-        if target is not output:
-            output.copy_(target)
-'''
-
-_STORE_PAIR = '''
-@triton.jit
-def _store_pair(out_ptr, kept, kept_mask, re, im):
-    tl.store(out_ptr + 2 * kept, re.to($part), mask=kept_mask)
-    tl.store(out_ptr + 2 * kept + 1, im.to($part), mask=kept_mask)
-'''
-
-_STORE_REAL = '''
-@triton.jit
-def _store_real(out_ptr, kept, kept_mask, value):
-    tl.store(out_ptr + kept, value.to($part), mask=kept_mask)
-'''
-
-_COMPLEX_MUL = '''
-@triton.jit
-def _complex_mul(a_re, a_im, b_re, b_im):
-    return a_re * b_re - a_im * b_im, a_re * b_im + a_im * b_re
-'''
-
-# fp16 parts square without leaving fp32; bf16 parts can reach ~3.4e38, so the larger part is factored out.
-_MAGNITUDE = {
-    "complex32": '''
-@triton.jit
-def _magnitude(re, im):
-    return tl.sqrt(re * re + im * im)
-''',
-    "bcomplex32": '''
-@triton.jit
-def _magnitude(re, im):
-    big = tl.maximum(tl.abs(re), tl.abs(im), propagate_nan=tl.PropagateNan.ALL)
-    small = tl.minimum(tl.abs(re), tl.abs(im), propagate_nan=tl.PropagateNan.ALL)
-    # equal parts (0 and 0, inf and inf) would make the ratio 0/0 or inf/inf
-    ratio = tl.where(small == big, 1.0, small / big)
-    return big * tl.sqrt(1.0 + ratio * ratio)
-''',
-}
-
-# tl.max / tl.min drop NaN (maxnum semantics); the inf-norms must return NaN for a row holding one.
-_NAN_MAX = '''
-@triton.jit
-def _nan_max(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-'''
-
-_NAN_MIN = '''
-@triton.jit
-def _nan_min(a, b):
-    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
-'''
-
-_TILE_ZEROS = "tl.zeros([KEPT_BLOCK, REDUCED_BLOCK], tl.float32)"
-
-_SUM = f'''
-    acc_re = {_TILE_ZEROS}
-    acc_im = {_TILE_ZEROS}
-    for start in range(0, n_reduced, REDUCED_BLOCK):
-        re, im, _ = $chunk
-        acc_re += re
-        acc_im += im
-    _store_pair(out_ptr, kept, kept_mask, tl.sum(acc_re, 1), tl.sum(acc_im, 1))
-'''
-
-_MEAN = f'''
-    inverse_n = 1.0 / n_reduced
-    acc_re = {_TILE_ZEROS}
-    acc_im = {_TILE_ZEROS}
-    for start in range(0, n_reduced, REDUCED_BLOCK):
-        re, im, _ = $chunk
-        acc_re += re * inverse_n
-        acc_im += im * inverse_n
-    mean_re = tl.where(n_reduced == 0, float("nan"), tl.sum(acc_re, 1))
-    mean_im = tl.where(n_reduced == 0, float("nan"), tl.sum(acc_im, 1))
-    _store_pair(out_ptr, kept, kept_mask, mean_re, mean_im)
-'''
-
-_PROD = f'''
-    acc_re = tl.full([KEPT_BLOCK, REDUCED_BLOCK], 1.0, tl.float32)
-    acc_im = {_TILE_ZEROS}
-    for start in range(0, n_reduced, REDUCED_BLOCK):
-        re, im, mask = $chunk
-        acc_re, acc_im = _complex_mul(acc_re, acc_im, tl.where(mask, re, 1.0), im)
-    prod_re, prod_im = tl.reduce((acc_re, acc_im), 1, _complex_mul)
-    _store_pair(out_ptr, kept, kept_mask, prod_re, prod_im)
-'''
-
-# Two passes (mean, then squared deviations) rather than a one-pass update: exact enough to need no care.
-_VARIANCE = f'''
-    inverse_n = 1.0 / n_reduced
-    acc_re = {_TILE_ZEROS}
-    acc_im = {_TILE_ZEROS}
-    peak = {_TILE_ZEROS}
-    for start in range(0, n_reduced, REDUCED_BLOCK):
-        re, im, _ = $chunk
-        acc_re += re * inverse_n
-        acc_im += im * inverse_n
-        peak = tl.maximum(peak, tl.maximum(tl.abs(re), tl.abs(im)))
-    mean_re = tl.sum(acc_re, 1)
-    mean_im = tl.sum(acc_im, 1)
-    # deviations divided by the row's largest part keep their squares inside fp32 for any bf16 input;
-    # an all-zero or non-finite row keeps scale 1 (its deviations are 0 or NaN anyway)
-    scale = tl.max(peak, 1)
-    scale = tl.where((scale > 0) & (scale < float("inf")), scale, 1.0)
-    squares = {_TILE_ZEROS}
-    for start in range(0, n_reduced, REDUCED_BLOCK):
-        re, im, mask = $chunk
-        deviation_re = tl.where(mask, (re - mean_re[:, None]) / scale[:, None], 0.0)
-        deviation_im = tl.where(mask, (im - mean_im[:, None]) / scale[:, None], 0.0)
-        squares += deviation_re * deviation_re + deviation_im * deviation_im
-    ratio = tl.sum(squares, 1) / tl.maximum(n_reduced - correction, 0.0)
-'''
-
+# Two phases (mean, then squared deviations) rather than a one-pass update: exact enough to need no care.
+_VARIANCE_PHASES = (
+    Phase(
+        _sums("mean_re", "mean_im") + (Accumulator(("peak",), ("0.0",), "max"),),
+        "mean_re += re * inverse_n\nmean_im += im * inverse_n\n"
+        "peak = tl.maximum(peak, tl.maximum(tl.abs(re), tl.abs(im)))",
+        _SCALE,
+    ),
+    Phase(
+        _sums("squares"),
+        "deviation_re = tl.where(mask, (re - mean_re[:, None]) / scale[:, None], 0.0)\n"
+        "deviation_im = tl.where(mask, (im - mean_im[:, None]) / scale[:, None], 0.0)\n"
+        "squares += deviation_re * deviation_re + deviation_im * deviation_im",
+        "ratio = squares / tl.maximum(n_reduced - correction, 0.0)",
+    ),
+)
 _VARIANCE_STORES = {
-    "var": "    _store_real(out_ptr, kept, kept_mask, ratio * scale * scale)\n",
-    "std": "    _store_real(out_ptr, kept, kept_mask, tl.sqrt(ratio) * scale)\n",
-}
-_MEAN_STORE = '''    empty = n_reduced == 0
-    mean_re = tl.where(empty, float("nan"), mean_re)
-    mean_im = tl.where(empty, float("nan"), mean_im)
-    _store_pair(mean_ptr, kept, kept_mask, mean_re, mean_im)
-'''
-
-
-def _accumulating_norm(update: str, finish: str, initial: str = _TILE_ZEROS) -> str:
-    return f'''
-    acc = {initial}
-    for start in range(0, n_reduced, REDUCED_BLOCK):
-        re, im, mask = $chunk
-        acc = {update}
-    _store_real(out_ptr, kept, kept_mask, {finish})
-'''
-
-
-def _scaled_norm(power_of_ratio: str, root_of_total: str) -> str:
-    return f'''
-    peak = {_TILE_ZEROS}
-    for start in range(0, n_reduced, REDUCED_BLOCK):
-        re, im, _ = $chunk
-        peak = tl.maximum(peak, _magnitude(re, im))
-    # |z| / max|z| lies in [0, 1], so its powers neither overflow nor lose the largest terms; an all-zero
-    # row keeps scale 1, and a row with inf keeps it so that inf / inf does not turn the norm into NaN
-    scale = tl.max(peak, 1)
-    scale = tl.where((scale > 0) & (scale < float("inf")), scale, 1.0)
-    acc = {_TILE_ZEROS}
-    for start in range(0, n_reduced, REDUCED_BLOCK):
-        re, im, _ = $chunk
-        ratio = _magnitude(re, im) / scale[:, None]
-        acc += {power_of_ratio}
-    total = tl.sum(acc, 1)
-    _store_real(out_ptr, kept, kept_mask, scale * {root_of_total})
-'''
-
-
-_SCALED_2_NORM = _scaled_norm("ratio * ratio", "tl.sqrt(total)")
-_NORM_BODIES = {
-    ("2", "complex32"): _accumulating_norm("acc + re * re + im * im", "tl.sqrt(tl.sum(acc, 1))"),
-    ("2", "bcomplex32"): _SCALED_2_NORM,
-    "1": _accumulating_norm("acc + _magnitude(re, im)", "tl.sum(acc, 1)"),
-    "0": _accumulating_norm("acc + tl.where((re != 0) | (im != 0), 1.0, 0.0)", "tl.sum(acc, 1)"),
-    "inf": _accumulating_norm(
-        "tl.maximum(acc, _magnitude(re, im), propagate_nan=tl.PropagateNan.ALL)", "tl.reduce(acc, 1, _nan_max)"
-    ),
-    "-inf": _accumulating_norm(
-        'tl.minimum(acc, tl.where(mask, _magnitude(re, im), float("inf")), propagate_nan=tl.PropagateNan.ALL)',
-        "tl.reduce(acc, 1, _nan_min)",
-        initial='tl.full([KEPT_BLOCK, REDUCED_BLOCK], float("inf"), tl.float32)',
-    ),
-    "p": _scaled_norm("tl.exp2(ord * tl.log2(ratio))", "tl.exp2(tl.log2(total) / ord)"),
+    "var": "_store_real(out_ptr, kept, kept_mask, ratio * scale * scale)",
+    "std": "_store_real(out_ptr, kept, kept_mask, tl.sqrt(ratio) * scale)",
 }
 
-_POINTER_NAMES = {"out": "out_ptr", "mean_out": "mean_ptr"}
-_CHUNK = ("_load_chunk(parts_ptr, row, kept_mask, start, n_reduced, reduced_size1, reduced_size2,\n"
-          "            reduced_stride0, reduced_stride1, reduced_stride2, REDUCED_BLOCK)")
+
+def _norm(update: str, result: str, combine: str = "sum", identity: str = "0.0"):
+    return (Phase((Accumulator(("acc",), (identity,), combine),), update),), result
 
 
-def _op_parts(params: dict) -> dict:
-    """What differs between ops: kernel body, helpers, outputs and run-time scalars."""
+def _scaled_norm(power_of_ratio: str, root_of_total: str):
+    # |z| / max|z| lies in [0, 1], so its powers neither overflow nor lose the largest terms
+    peak = Phase((Accumulator(("peak",), ("0.0",), "max"),), "peak = tl.maximum(peak, _magnitude(re, im))", _SCALE)
+    total = Phase(_sums("acc"), f"ratio = _magnitude(re, im) / scale[:, None]\nacc += {power_of_ratio}")
+    return (peak, total), f"scale * {root_of_total}"
+
+
+_NORMS = {
+    ("2", "complex32"): _norm("acc += re * re + im * im", "tl.sqrt(acc)"),
+    ("2", "bcomplex32"): _scaled_norm("ratio * ratio", "tl.sqrt(acc)"),
+    "1": _norm("acc += _magnitude(re, im)", "acc"),
+    "0": _norm("acc += tl.where((re != 0) | (im != 0), 1.0, 0.0)", "acc"),
+    "inf": _norm("acc = tl.maximum(acc, _magnitude(re, im), propagate_nan=tl.PropagateNan.ALL)", "acc", "nan_max"),
+    "-inf": _norm(
+        'acc = tl.minimum(acc, tl.where(mask, _magnitude(re, im), float("inf")), propagate_nan=tl.PropagateNan.ALL)',
+        "acc", "nan_min", 'float("inf")',
+    ),
+    "p": _scaled_norm("tl.exp2(ord * tl.log2(ratio))", "tl.exp2(tl.log2(acc) / ord)"),
+}
+
+
+def op_spec(params: dict) -> OpSpec:
     op, dtype = params["op"], params["dtype"]
     if op == "sum":
-        return dict(body=_SUM, helpers=[_STORE_PAIR], outputs=["out"], scalars=[])
+        return OpSpec((Phase(_sums("acc_re", "acc_im"), "acc_re += re\nacc_im += im"),), _STORE_SUMS, ["out"], [])
     if op == "mean":
-        return dict(body=_MEAN, helpers=[_STORE_PAIR], outputs=["out"], scalars=[])
+        phase = Phase(_sums("mean_re", "mean_im"), "mean_re += re * inverse_n\nmean_im += im * inverse_n")
+        finish = _EMPTY_MEAN_IS_NAN + "\n_store_pair(out_ptr, kept0, n_kept, mean_re, mean_im, KEPT_BLOCK)"
+        return OpSpec((phase,), finish, ["out"], [])
     if op == "prod":
-        return dict(body=_PROD, helpers=[_COMPLEX_MUL, _STORE_PAIR], outputs=["out"], scalars=[])
+        phase = Phase((Accumulator(("acc_re", "acc_im"), ("1.0", "0.0"), "complex_mul"),),
+                      "acc_re, acc_im = _complex_mul(acc_re, acc_im, tl.where(mask, re, 1.0), im)")
+        return OpSpec((phase,), _STORE_SUMS, ["out"], [])
     if op in VARIANCE_OPS:
-        statistic = op.removesuffix("_mean")
-        with_mean = op.endswith("_mean")
-        return dict(
-            body=_VARIANCE + _VARIANCE_STORES[statistic] + (_MEAN_STORE if with_mean else ""),
-            helpers=[_STORE_REAL] + ([_STORE_PAIR] if with_mean else []),
-            outputs=["out", "mean_out"] if with_mean else ["out"],
-            scalars=["correction"],
-        )
+        finish = _VARIANCE_STORES[op.removesuffix("_mean")]
+        outputs = ["out"]
+        if op.endswith("_mean"):
+            finish += "\n" + _EMPTY_MEAN_IS_NAN + "\n_store_pair(mean_ptr, kept0, n_kept, mean_re, mean_im, KEPT_BLOCK)"
+            outputs.append("mean_out")
+        return OpSpec(_VARIANCE_PHASES, finish, outputs, ["correction"])
     if op == "vector_norm":
-        order = params["ord"]
-        body = _NORM_BODIES.get((order, dtype)) or _NORM_BODIES[order]
-        helpers = [_MAGNITUDE[dtype]] if "_magnitude" in body else []
-        helpers += [_NAN_MAX] if "_nan_max" in body else []
-        helpers += [_NAN_MIN] if "_nan_min" in body else []
-        return dict(body=body, helpers=helpers + [_STORE_REAL], outputs=["out"],
-                    scalars=["ord"] if order == "p" else [])
+        phases, result = _NORMS.get((params["ord"], dtype)) or _NORMS[params["ord"]]
+        return OpSpec(phases, f"_store_real(out_ptr, kept, kept_mask, {result})", ["out"],
+                      ["ord"] if params["ord"] == "p" else [])
     raise ValueError(f"unknown reduction {op!r}")
 
 
+# ---------------------------------------------------------------------------------------------------------
+# Code generation: the per-lane loop of a phase, tile and partial reductions, the two kernels' bodies.
+
+_TILE_REDUCE = {"sum": "tl.sum({names}, {axis})", "max": "tl.max({names}, {axis})",
+                "nan_max": "tl.reduce({names}, {axis}, _nan_max)", "nan_min": "tl.reduce({names}, {axis}, _nan_min)",
+                "complex_mul": "tl.reduce(({names}), {axis}, _complex_mul)"}
+_COMBINE = {"sum": "{0} + {1}", "max": "tl.maximum({0}, {1})", "nan_max": "_nan_max({0}, {1})",
+            "nan_min": "_nan_min({0}, {1})", "complex_mul": "_complex_mul({0}, {1})"}
+
+
+def _names(phase: Phase) -> list[str]:
+    return [name for acc in phase.accumulators for name in acc.names]
+
+
+def _initial_tiles(phase: Phase, shape: str) -> list[str]:
+    return [f"{name} = tl.full([{shape}], {identity}, tl.float32)"
+            for acc in phase.accumulators for name, identity in zip(acc.names, acc.identity)]
+
+
+def _reduce_tiles(phase: Phase, axis: int) -> list[str]:
+    return [f"{', '.join(acc.names)} = {_TILE_REDUCE[acc.combine].format(names=', '.join(acc.names), axis=axis)}"
+            for acc in phase.accumulators]
+
+
+def _phase_loop(phase: Phase) -> list[str]:
+    """Accumulate this program's range [begin, end) and reduce the lanes: per-output values under the names."""
+    lines = _initial_tiles(phase, "KEPT_BLOCK, REDUCED_BLOCK")
+    lines += ["for start in range(begin, end, REDUCED_BLOCK):",
+              "    re, im, mask = _load_chunk(parts_ptr, row, kept0, kept_mask, start, end, n_kept, reduced_size1,",
+              "                               reduced_size2, reduced_stride0, reduced_stride1, reduced_stride2,",
+              "                               KEPT_BLOCK, REDUCED_BLOCK, ORDER)"]
+    lines += ["    " + line for line in phase.update.splitlines()]
+    return lines + _reduce_tiles(phase, 1)
+
+
+def _combine_helper(index: int, phase: Phase, first_value: int) -> str:
+    """@jit _combine_phaseN: the per-output values of phase N from its partials, combined over the splits in
+    order (lanes of SPLIT_CHUNK splits, then a tree across lanes: the same order every run). Partials are laid
+    out [value, output block, split, KEPT_BLOCK], so each program's are one contiguous run: vector accesses
+    whatever KEPT_BLOCK is."""
+    lines = _initial_tiles(phase, "SPLIT_CHUNK, KEPT_BLOCK")
+    lines += ["block = tl.program_id(0).to(tl.int64) * splits * KEPT_BLOCK",
+              "value_stride = tl.num_programs(0).to(tl.int64) * splits * KEPT_BLOCK",
+              "for first in range(0, splits, SPLIT_CHUNK):",
+              "    split = first + tl.arange(0, SPLIT_CHUNK)",
+              "    offsets = block + (split * KEPT_BLOCK)[:, None] + tl.arange(0, KEPT_BLOCK)[None, :]",
+              "    mask = (split < splits)[:, None]"]
+    value = first_value
+    for acc in phase.accumulators:
+        loaded = []
+        for name, identity in zip(acc.names, acc.identity):
+            lines.append(f"    {name}_partial = tl.load(partials_ptr + {value} * value_stride + offsets, mask=mask, "
+                         f"other={identity})")
+            loaded.append(f"{name}_partial")
+            value += 1
+        names = ", ".join(acc.names)
+        lines.append(f"    {names} = {_COMBINE[acc.combine].format(names, ', '.join(loaded))}")
+    lines += _reduce_tiles(phase, 0) + [f"return {', '.join(_names(phase))}"]
+    return (f"@triton.jit\ndef _combine_phase{index}(partials_ptr, splits, KEPT_BLOCK: tl.constexpr, "
+            "SPLIT_CHUNK: tl.constexpr):\n" + _block(lines, 1))
+
+
+def _combined(index: int, phase: Phase) -> list[str]:
+    return [f"{', '.join(_names(phase))} = _combine_phase{index}(partials_ptr, splits, KEPT_BLOCK, SPLIT_CHUNK)",
+            *phase.derive.splitlines()]
+
+
+def _block(lines, depth: int) -> str:
+    return "".join(f"{'    ' * depth}{line}\n" for line in lines)
+
+
+def kernel_bodies(spec: OpSpec) -> tuple[str, str, str]:
+    """(_reduce_kernel's branches per PHASE, _finish_kernel's body, the _combine_phaseN helpers)."""
+    phases = spec.phases
+    firsts = [sum(len(_names(p)) for p in phases[:i]) for i in range(len(phases))]
+    direct = ["begin = 0", "end = n_reduced"]
+    for phase in phases:
+        direct += _phase_loop(phase) + phase.derive.splitlines()
+    branches = ["if PHASE == 0:", *("    " + line for line in direct + spec.finish.splitlines())]
+    for index, phase in enumerate(phases, start=1):
+        lines = [line for earlier in range(1, index) for line in _combined(earlier, phases[earlier - 1])]
+        lines += ["split = tl.program_id(1)", "begin = split.to(tl.int64) * per_split",
+                  "end = tl.minimum(n_reduced, begin + per_split)"]
+        lines += _phase_loop(phase)
+        # all KEPT_BLOCK lanes, past n_kept too (the finish drops those): unmasked, contiguous stores
+        lines += [f"tl.store(partials_ptr + (({firsts[index - 1] + i} * tl.num_programs(0) + tl.program_id(0))"
+                  f" * splits + split).to(tl.int64) * KEPT_BLOCK + tl.arange(0, KEPT_BLOCK), {name})"
+                  for i, name in enumerate(_names(phase))]
+        branches += [f"elif PHASE == {index}:", *("    " + line for line in lines)]
+    finish = [line for index, phase in enumerate(phases, start=1) for line in _combined(index, phase)]
+    finish += spec.finish.splitlines()
+    helpers = "\n\n".join(_combine_helper(i, p, firsts[i - 1]) for i, p in enumerate(phases, start=1))
+    return _block(branches, 1), _block(finish, 1), helpers
+
+
+_POINTER_NAMES = {"out": "out_ptr", "mean_out": "mean_ptr"}
+# (TILE, OUTER_KEPT_BLOCK). Outer reductions take 256 outputs per program: with 4 warps each thread then
+# stores 2 or more values (64-bit stores at least). The interpreter's are small, so that the tests' small
+# tensors take several chunks and splits.
+_TILES = {False: (1024, 256), True: (64, 8)}
+
+
 def render(params: dict) -> str:
-    parts = _op_parts(params)
-    part_dtype = common.TL_PART_DTYPE[params["dtype"]]
-    helpers = "\n".join(common.render(h, part=part_dtype) for h in parts["helpers"])
+    spec = op_spec(params)
+    reduce_body, finish_body, combine_helpers = kernel_bodies(spec)
+    code = reduce_body + finish_body + combine_helpers
+    helpers = [MAGNITUDE[params["dtype"]]] if "_magnitude(" in code else []
+    helpers += [h for name, h in (("_complex_mul(", COMPLEX_MUL), ("_nan_max", NAN_MAX), ("_nan_min", NAN_MIN))
+                if name in code]
     title = params["op"] + (f" (ord {params['ord']})" if params["op"] == "vector_norm" else "")
+    tile, outer_kept_block = _TILES[bool(params["interpret"])]
     return common.render(
-        _MODULE,
+        MODULE,
         title=title,
         dtype=params["dtype"],
-        mutates=repr(tuple(parts["outputs"])),
-        helpers=helpers,
-        kernel_arguments=", ".join([_POINTER_NAMES[name] for name in parts["outputs"]] + parts["scalars"]),
-        body=common.render(parts["body"], chunk=_CHUNK).rstrip("\n"),
+        mutates=repr(tuple(spec.outputs)),
+        tile=tile,
+        outer_kept_block=outer_kept_block,
+        split_multiple=SPLIT_MULTIPLES[bool(params["interpret"])],
+        fill=INTERPRETER_FILL if params["interpret"] else
+        f"{FILL_PER_SM} * torch.cuda.get_device_properties(device).multi_processor_count",
+        phases=len(spec.phases),
+        partial_values=sum(len(_names(p)) for p in spec.phases),
+        helpers="".join(helpers),
+        combine_helpers=combine_helpers.rstrip("\n"),
+        kernel_arguments=", ".join([_POINTER_NAMES[name] for name in spec.outputs] + spec.scalars),
+        reduce_body=reduce_body.rstrip("\n"),
+        finish_body=finish_body.rstrip("\n"),
         collapse_dims=textwrap.dedent(inspect.getsource(common.collapse_dims)).rstrip("\n"),
-        run_scalars="".join(f"{name}: float, " for name in parts["scalars"]),
-        run_outputs=", ".join(f"{name}: torch.Tensor" for name in parts["outputs"]),
-        output_names=", ".join(parts["outputs"]),
-        scalar_names=", ".join(parts["scalars"]),
+        run_scalars="".join(f"{name}: float, " for name in spec.scalars),
+        run_outputs=", ".join(f"{name}: torch.Tensor" for name in spec.outputs),
+        output_names=", ".join(spec.outputs),
+        scalar_names=", ".join(spec.scalars),
     )
 
 

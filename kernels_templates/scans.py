@@ -5,13 +5,20 @@ dims) are merged where neighbours are contiguous in both input and output; the k
 them with explicit strides for each, so transposed and sliced inputs and outputs (including in-place scans of
 non-contiguous tensors) are used in place. A layout that stays above three kept dims is scanned from a
 contiguous copy into a contiguous temporary that is then copied into the output: the only copies made.
-One program scans KEPT_BLOCK rows, walking the scanned dim in chunks of a [KEPT_BLOCK, SCAN_BLOCK] tile that
-is wide along whichever side is faster in memory.
+A program scans KEPT_BLOCK rows over a range of the scanned dim, in chunks of a [KEPT_BLOCK, SCAN_BLOCK] tile
+that is wide along whichever side is faster in memory. When that side holds adjacent (re, im) pairs in both
+input and output, tile rows move as contiguous runs of parts split or joined in registers (128-bit accesses).
+
+Long scans over few rows are split into ranges of the scanned dim (block scan, then propagate): a first
+kernel writes each range's total (sum, or complex product) per row as fp32; the scan kernel then starts each
+range from the combination of the totals of the ranges before it, taken in a fixed order, so results are
+the same every run (no atomics, no look-back races).
 
 Numerics: parts are loaded as fp32, each chunk is scanned in fp32 (tl.cumsum; for cumprod a complex-multiply
 tl.associative_scan over (re, im) pairs, which both the interpreter and compiled Triton support) and the
 running value carried to the next chunk is fp32 too; every output element is rounded once on store. An
-in-place scan is safe because each program reads a chunk of its own rows before writing that chunk.
+in-place scan is safe because the totals are computed before any write and each program reads a chunk of its
+own range before writing that chunk.
 """
 
 from __future__ import annotations
@@ -27,12 +34,19 @@ from .reductions import prepare_outs
 FAMILY = "scans"
 
 OPS = ("cumsum", "cumprod")
+FILL_PER_SM = 2  # programs per SM below which a scan is split into ranges
+INTERPRETER_FILL = 4  # a few, so that the tests' small scans take the split path too
+# Ranges come in multiples of this on GPUs, so that totals load as vectors; 4 keeps the interpreter's programs
+# few while some ranges still fall past the end.
+SPLIT_MULTIPLES = {False: 16, True: 4}
 
 # ---------------------------------------------------------------------------------------------------------
-# Template: module skeleton; $scan turns one loaded chunk (re, im) plus the carried (carry_re, carry_im) into
-# the running values (run_re, run_im).
+# Template: module skeleton. $scan turns one loaded chunk (re, im) plus the carried (carry_re, carry_im) into
+# the running values (run_re, run_im); $total folds a chunk into the per-lane totals (total_re, total_im) and
+# $combine_totals turns those into one total per row; $combine is the op on two (re, im) values.
 
 _MODULE = '''"""Rendered by kernels_templates.scans: $op along one dim of a $dtype tensor."""
+import functools
 import math
 
 import torch
@@ -45,35 +59,151 @@ MUTATES = ("out",)
 # Kept dims the kernel indexes after merging; unused ones get size 1, which Triton specializes to a
 # constant, so their index arithmetic folds away.
 KEPT_DIMS = 3
-TILE = 1024
-OUTER_KEPT_BLOCK = 64
+# Elements per tile: 1024 over 4 warps is 8 per thread, two 128-bit accesses of pairs.
+TILE = $tile
+OUTER_KEPT_BLOCK = $outer_kept_block
+NUM_WARPS = 4
+# Ranges come in multiples of this, so that totals load as vectors (ranges past the end hold identities).
+SPLIT_MULTIPLE = $split_multiple
 $helpers
 
 @triton.jit
-def _scan_kernel(parts_ptr, out_ptr, n_kept, n_scanned, kept_size1, kept_size2,
-                 x_kept_stride0, x_kept_stride1, x_kept_stride2, out_kept_stride0, out_kept_stride1, out_kept_stride2,
-                 x_scan_stride, out_scan_stride, KEPT_BLOCK: tl.constexpr, SCAN_BLOCK: tl.constexpr):
-    kept = tl.program_id(0).to(tl.int64) * KEPT_BLOCK + tl.arange(0, KEPT_BLOCK)
-    kept_mask = kept < n_kept
-    index0 = kept // (kept_size2 * kept_size1)
-    index1 = kept // kept_size2 % kept_size1
-    index2 = kept % kept_size2
-    x_row = index0 * x_kept_stride0 + index1 * x_kept_stride1 + index2 * x_kept_stride2
-    out_row = index0 * out_kept_stride0 + index1 * out_kept_stride1 + index2 * out_kept_stride2
-    carry_re = tl.full([KEPT_BLOCK], $identity_re, tl.float32)
-    carry_im = tl.zeros([KEPT_BLOCK], tl.float32)
-    is_last = (tl.arange(0, SCAN_BLOCK) == SCAN_BLOCK - 1)[None, :]
-    for start in range(0, n_scanned, SCAN_BLOCK):
+def _chunk_offsets(row, kept_mask, start, end, scan_stride, kept0, n_kept, KEPT_BLOCK: tl.constexpr,
+                   SCAN_BLOCK: tl.constexpr, ORDER: tl.constexpr):
+    """Part offsets of the chunk at `start` and their mask: [KEPT_BLOCK, 2 * SCAN_BLOCK] runs along the scanned
+    dim ("scan pairs"), [SCAN_BLOCK, 2 * KEPT_BLOCK] runs along the kept dim ("kept pairs"), or the
+    [KEPT_BLOCK, SCAN_BLOCK] offsets of the real parts ("strided")."""
+    if ORDER == "scan pairs":
+        parts = 2 * start + tl.arange(0, 2 * SCAN_BLOCK)
+        offsets = row[:, None] + parts[None, :]
+        mask = kept_mask[:, None] & (parts < 2 * end)[None, :]
+    else:
         position = (start + tl.arange(0, SCAN_BLOCK)).to(tl.int64)
-        mask = kept_mask[:, None] & (position < n_scanned)[None, :]
-        x_pointers = parts_ptr + x_row[:, None] + (position * x_scan_stride)[None, :]
-        # lanes past the end read the identity, so the last lane holds the chunk's final running value
-        re = tl.load(x_pointers, mask=mask, other=$identity_re).to(tl.float32)
-        im = tl.load(x_pointers + 1, mask=mask, other=0.0).to(tl.float32)
+        if ORDER == "kept pairs":
+            parts = 2 * kept0 + tl.arange(0, 2 * KEPT_BLOCK)
+            offsets = (position * scan_stride)[:, None] + parts[None, :]
+            mask = (position < end)[:, None] & (parts < 2 * n_kept)[None, :]
+        else:
+            offsets = row[:, None] + (position * scan_stride)[None, :]
+            mask = kept_mask[:, None] & (position < end)[None, :]
+    return offsets, mask
+
+
+@triton.jit
+def _load_chunk(ptr, offsets, mask, KEPT_BLOCK: tl.constexpr, SCAN_BLOCK: tl.constexpr, ORDER: tl.constexpr):
+    # lanes past the end read the identity, so the last lane holds the chunk's final running value
+    if ORDER == "scan pairs":
+        identity = tl.where((tl.arange(0, 2 * SCAN_BLOCK) % 2 == 0)[None, :], $identity_re, 0.0)
+        values = tl.load(ptr + offsets, mask=mask, other=identity).to(tl.float32)
+        re, im = tl.split(tl.reshape(values, [KEPT_BLOCK, SCAN_BLOCK, 2]))
+    elif ORDER == "kept pairs":
+        identity = tl.where((tl.arange(0, 2 * KEPT_BLOCK) % 2 == 0)[None, :], $identity_re, 0.0)
+        values = tl.load(ptr + offsets, mask=mask, other=identity).to(tl.float32)
+        re_t, im_t = tl.split(tl.reshape(values, [SCAN_BLOCK, KEPT_BLOCK, 2]))
+        re = tl.trans(re_t)
+        im = tl.trans(im_t)
+    else:
+        re = tl.load(ptr + offsets, mask=mask, other=$identity_re).to(tl.float32)
+        im = tl.load(ptr + offsets + 1, mask=mask, other=0.0).to(tl.float32)
+    return re, im
+
+
+@triton.jit
+def _store_chunk(ptr, offsets, mask, re, im, KEPT_BLOCK: tl.constexpr, SCAN_BLOCK: tl.constexpr,
+                 ORDER: tl.constexpr):
+    re = re.to(ptr.dtype.element_ty)
+    im = im.to(ptr.dtype.element_ty)
+    if ORDER == "scan pairs":
+        tl.store(ptr + offsets, tl.reshape(tl.join(re, im), [KEPT_BLOCK, 2 * SCAN_BLOCK]), mask=mask)
+    elif ORDER == "kept pairs":
+        pairs = tl.join(tl.trans(re), tl.trans(im))
+        tl.store(ptr + offsets, tl.reshape(pairs, [SCAN_BLOCK, 2 * KEPT_BLOCK]), mask=mask)
+    else:
+        tl.store(ptr + offsets, re, mask=mask)
+        tl.store(ptr + offsets + 1, im, mask=mask)
+
+
+@triton.jit
+def _rows(n_kept, kept_size1, kept_size2, stride0, stride1, stride2, KEPT_BLOCK: tl.constexpr):
+    """(first row, offsets of this program's KEPT_BLOCK rows, which of them exist)."""
+    kept0 = tl.program_id(0).to(tl.int64) * KEPT_BLOCK
+    kept = kept0 + tl.arange(0, KEPT_BLOCK)
+    row = ((kept // (kept_size2 * kept_size1)) * stride0 + (kept // kept_size2 % kept_size1) * stride1
+           + (kept % kept_size2) * stride2)
+    return kept0, row, kept < n_kept
+
+
+@triton.jit
+def _range_totals_kernel(parts_ptr, totals_ptr, n_kept, n_scanned, per_split, kept_size1, kept_size2,
+                         x_kept_stride0, x_kept_stride1, x_kept_stride2, x_scan_stride,
+                         KEPT_BLOCK: tl.constexpr, SCAN_BLOCK: tl.constexpr, ORDER: tl.constexpr):
+    # Program (block of rows, range): per row, the total of the range, stored as fp32 (re, im) pairs at
+    # [block, range, row in block]: each program's totals are one contiguous run.
+    kept0, x_row, kept_mask = _rows(n_kept, kept_size1, kept_size2, x_kept_stride0, x_kept_stride1, x_kept_stride2,
+                                    KEPT_BLOCK)
+    split = tl.program_id(1)
+    begin = split.to(tl.int64) * per_split
+    end = tl.minimum(n_scanned, begin + per_split)
+    total_re = tl.full([KEPT_BLOCK, SCAN_BLOCK], $identity_re, tl.float32)
+    total_im = tl.zeros([KEPT_BLOCK, SCAN_BLOCK], tl.float32)
+    for start in range(begin, end, SCAN_BLOCK):
+        offsets, mask = _chunk_offsets(x_row, kept_mask, start, end, x_scan_stride, kept0, n_kept, KEPT_BLOCK,
+                                       SCAN_BLOCK, ORDER)
+        re, im = _load_chunk(parts_ptr, offsets, mask, KEPT_BLOCK, SCAN_BLOCK, ORDER)
+$total
+$combine_totals
+    pairs = tl.reshape(tl.join(total_re, total_im), [2 * KEPT_BLOCK])
+    first = (tl.program_id(0) * tl.num_programs(1) + split).to(tl.int64) * 2 * KEPT_BLOCK
+    tl.store(totals_ptr + first + tl.arange(0, 2 * KEPT_BLOCK), pairs)
+
+
+@triton.jit
+def _carry_in(totals_ptr, split, splits, KEPT_BLOCK: tl.constexpr, SPLIT_CHUNK: tl.constexpr):
+    """The combined totals of the ranges before `split`, per row of this program's block: lanes of
+    SPLIT_CHUNK ranges, then a tree across lanes, the same order every run. Whole chunks of totals are loaded
+    (vector loads) and the later ranges' replaced by the identity in registers."""
+    carry_re = tl.full([SPLIT_CHUNK, KEPT_BLOCK], $identity_re, tl.float32)
+    carry_im = tl.zeros([SPLIT_CHUNK, KEPT_BLOCK], tl.float32)
+    block = tl.program_id(0).to(tl.int64) * splits * 2 * KEPT_BLOCK
+    for first in range(0, split, SPLIT_CHUNK):
+        earlier = first + tl.arange(0, SPLIT_CHUNK)
+        offsets = block + (earlier * 2 * KEPT_BLOCK)[:, None] + tl.arange(0, 2 * KEPT_BLOCK)[None, :]
+        pairs = tl.load(totals_ptr + offsets, mask=(earlier < splits)[:, None], other=0.0)
+        total_re, total_im = tl.split(tl.reshape(pairs, [SPLIT_CHUNK, KEPT_BLOCK, 2]))
+        before = (earlier < split)[:, None]
+        carry_re, carry_im = $combine(carry_re, carry_im, tl.where(before, total_re, $identity_re),
+                                      tl.where(before, total_im, 0.0))
+    return tl.reduce((carry_re, carry_im), 0, $combine)
+
+
+@triton.jit
+def _scan_kernel(parts_ptr, out_ptr, totals_ptr, n_kept, n_scanned, splits, per_split, kept_size1, kept_size2,
+                 x_kept_stride0, x_kept_stride1, x_kept_stride2, out_kept_stride0, out_kept_stride1, out_kept_stride2,
+                 x_scan_stride, out_scan_stride, KEPT_BLOCK: tl.constexpr, SCAN_BLOCK: tl.constexpr,
+                 SPLIT_CHUNK: tl.constexpr, ORDER: tl.constexpr, SPLIT: tl.constexpr):
+    # Program (block of rows, range): scans the range, starting from the totals of the earlier ranges (SPLIT)
+    # or from the identity (a single range).
+    kept0, x_row, kept_mask = _rows(n_kept, kept_size1, kept_size2, x_kept_stride0, x_kept_stride1, x_kept_stride2,
+                                    KEPT_BLOCK)
+    _, out_row, _ = _rows(n_kept, kept_size1, kept_size2, out_kept_stride0, out_kept_stride1, out_kept_stride2,
+                          KEPT_BLOCK)
+    split = tl.program_id(1)
+    begin = split.to(tl.int64) * per_split
+    end = tl.minimum(n_scanned, begin + per_split)
+    if SPLIT:
+        carry_re, carry_im = _carry_in(totals_ptr, split, splits, KEPT_BLOCK, SPLIT_CHUNK)
+    else:
+        carry_re = tl.full([KEPT_BLOCK], $identity_re, tl.float32)
+        carry_im = tl.zeros([KEPT_BLOCK], tl.float32)
+    is_last = (tl.arange(0, SCAN_BLOCK) == SCAN_BLOCK - 1)[None, :]
+    for start in range(begin, end, SCAN_BLOCK):
+        offsets, mask = _chunk_offsets(x_row, kept_mask, start, end, x_scan_stride, kept0, n_kept, KEPT_BLOCK,
+                                       SCAN_BLOCK, ORDER)
+        re, im = _load_chunk(parts_ptr, offsets, mask, KEPT_BLOCK, SCAN_BLOCK, ORDER)
 $scan
-        out_pointers = out_ptr + out_row[:, None] + (position * out_scan_stride)[None, :]
-        tl.store(out_pointers, run_re.to($part), mask=mask)
-        tl.store(out_pointers + 1, run_im.to($part), mask=mask)
+        offsets, mask = _chunk_offsets(out_row, kept_mask, start, end, out_scan_stride, kept0, n_kept, KEPT_BLOCK,
+                                       SCAN_BLOCK, ORDER)
+        _store_chunk(out_ptr, offsets, mask, run_re, run_im, KEPT_BLOCK, SCAN_BLOCK, ORDER)
         carry_re = tl.sum(tl.where(is_last, run_re, 0.0), 1)
         carry_im = tl.sum(tl.where(is_last, run_im, 0.0), 1)
 
@@ -83,6 +213,21 @@ $collapse_dims
 
 def _fastest(strides):
     return min((abs(s) for s in strides if s), default=math.inf)
+
+
+@functools.lru_cache(maxsize=None)
+def _fill(device):
+    """Programs that fill the device."""
+    return $fill
+
+
+def _splits(kept_programs, chunks, device):
+    """Ranges the scanned dim is cut into: 1 when the rows alone fill the device, else enough for twice the fill
+    (one chunk each at least)."""
+    fill = _fill(device)
+    if kept_programs >= fill or chunks < 2:
+        return 1
+    return triton.cdiv(min(triton.cdiv(2 * fill, kept_programs), chunks), SPLIT_MULTIPLE) * SPLIT_MULTIPLE
 
 
 def _launch(x, dim, out):
@@ -102,14 +247,27 @@ def _launch(x, dim, out):
     if abs(x_strides[dim]) <= _fastest(x_kept):
         scan_block = min(scan_block_cap, TILE)
         kept_block = min(triton.next_power_of_2(n_kept), TILE // scan_block)
+        order = "scan pairs" if x_strides[dim] == out_strides[dim] == 2 else "strided"
     else:
         kept_block = min(triton.next_power_of_2(n_kept), OUTER_KEPT_BLOCK)
         scan_block = min(scan_block_cap, TILE // kept_block)
+        order = "kept pairs" if x_kept == out_kept == [2] else "strided"
+    kept_programs = triton.cdiv(n_kept, kept_block)
+    chunks = triton.cdiv(n_scanned, scan_block)
+    splits = _splits(kept_programs, chunks, x.device)
+    per_split = scan_block * triton.cdiv(chunks, splits)
     padding = KEPT_DIMS - len(kept_sizes)
     kept_sizes, x_kept, out_kept = kept_sizes + [1] * padding, x_kept + [0] * padding, out_kept + [0] * padding
-    wrap_triton(_scan_kernel)[(triton.cdiv(n_kept, kept_block),)](
-        parts, out_parts, n_kept, n_scanned, *kept_sizes[1:], *x_kept, *out_kept,
-        x_strides[dim], out_strides[dim], KEPT_BLOCK=kept_block, SCAN_BLOCK=scan_block)
+    blocks = dict(KEPT_BLOCK=kept_block, SCAN_BLOCK=scan_block, ORDER=order, num_warps=NUM_WARPS)
+    totals = parts
+    if splits > 1:
+        totals = torch.empty((kept_programs, splits, kept_block, 2), dtype=torch.float32, device=x.device)
+        wrap_triton(_range_totals_kernel)[(kept_programs, splits)](
+            parts, totals, n_kept, n_scanned, per_split, *kept_sizes[1:], *x_kept, x_strides[dim], **blocks)
+    wrap_triton(_scan_kernel)[(kept_programs, splits)](
+        parts, out_parts, totals, n_kept, n_scanned, splits, per_split, *kept_sizes[1:], *x_kept, *out_kept,
+        x_strides[dim], out_strides[dim], SPLIT=splits > 1,
+        SPLIT_CHUNK=min(triton.next_power_of_2(splits), max(1, TILE // kept_block)), **blocks)
 
 
 def run(x: torch.Tensor, dim: int, out: torch.Tensor) -> None:
@@ -125,34 +283,64 @@ def _complex_mul(a_re, a_im, b_re, b_im):
     return a_re * b_re - a_im * b_im, a_re * b_im + a_im * b_re
 '''
 
+_COMPLEX_ADD = '''
+@triton.jit
+def _complex_add(a_re, a_im, b_re, b_im):
+    return a_re + b_re, a_im + b_im
+'''
+
 _OPS = {
     "cumsum": dict(
         identity_re="0.0",
-        helpers="",
+        helpers=_COMPLEX_ADD,
+        combine="_complex_add",
         scan='''
         run_re = tl.cumsum(re, 1) + carry_re[:, None]
         run_im = tl.cumsum(im, 1) + carry_im[:, None]''',
+        total='''
+        total_re += re
+        total_im += im''',
+        combine_totals='''
+    total_re = tl.sum(total_re, 1)
+    total_im = tl.sum(total_im, 1)''',
     ),
     "cumprod": dict(
         identity_re="1.0",
         helpers=_COMPLEX_MUL,
+        combine="_complex_mul",
         scan='''
         scan_re, scan_im = tl.associative_scan((re, im), 1, _complex_mul)
         run_re, run_im = _complex_mul(carry_re[:, None], carry_im[:, None], scan_re, scan_im)''',
+        total='''
+        total_re, total_im = _complex_mul(total_re, total_im, re, im)''',
+        combine_totals='''
+    total_re, total_im = tl.reduce((total_re, total_im), 1, _complex_mul)''',
     ),
 }
+# (TILE, OUTER_KEPT_BLOCK). Outer scans take 256 rows per program: over 4 warps every thread then moves 4 parts
+# or more of a chunk row. The interpreter's are small, so that the tests' small tensors take several chunks
+# and ranges.
+_TILES = {False: (1024, 256), True: (64, 8)}
 
 
 def render(params: dict) -> str:
     op = _OPS[params["op"]]
+    tile, outer_kept_block = _TILES[bool(params["interpret"])]
     return common.render(
         _MODULE,
         op=params["op"],
         dtype=params["dtype"],
-        part=common.TL_PART_DTYPE[params["dtype"]],
+        tile=tile,
+        outer_kept_block=outer_kept_block,
+        split_multiple=SPLIT_MULTIPLES[bool(params["interpret"])],
+        fill=INTERPRETER_FILL if params["interpret"] else
+        f"{FILL_PER_SM} * torch.cuda.get_device_properties(device).multi_processor_count",
         helpers=op["helpers"],
         identity_re=op["identity_re"],
+        combine=op["combine"],
         scan=op["scan"].lstrip("\n"),
+        total=op["total"].lstrip("\n"),
+        combine_totals=op["combine_totals"].lstrip("\n"),
         collapse_dims=textwrap.dedent(inspect.getsource(common.collapse_dims)).rstrip("\n"),
     )
 

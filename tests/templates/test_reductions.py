@@ -195,6 +195,41 @@ def test_vector_norm(reductions_loader, dtype, shape, dims, keepdim, layout):
         assert_close_16bit(norm, expected, dtype, ulps=1 if name != "p" else 2)
 
 
+SPLIT_CASES = [((300,), None), ((3, 260), [1]), ((260, 3), [0])]
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("shape,dims", SPLIT_CASES, ids=["full", "inner", "outer"])
+def test_split_reductions(reductions_loader, dtype, shape, dims):
+    """Few outputs over a long reduced length: the length is split across programs whose fp32 partials a
+    finish kernel combines (the second phase of var/std and the rescaled norms combines the first's itself).
+    Results match complex128 and are the same bits on every run."""
+    x = make(shape, dtype, "contiguous", unit=True)  # magnitudes near 1: the product stays in range
+    z, d = wide(x), full_dims(x, dims)
+    expected_prod = z
+    for dim in sorted(d, reverse=True):
+        expected_prod = expected_prod.prod(dim)
+    checks = [  # (params, run-time scalars, [(reference, scale of the tolerance)])
+        ({"op": "sum"}, [], [(z.sum(d), z.abs().sum(d))]),
+        ({"op": "prod"}, [], [(expected_prod, None)]),
+        ({"op": "var_mean"}, [1.0], [(reference_var(z, d, 1.0, False), None), (z.mean(d), z.abs().mean(d))]),
+        ({"op": "vector_norm", "ord": "-inf"}, [], [(torch.linalg.vector_norm(z, -math.inf, d), None)]),
+        ({"op": "vector_norm", "ord": "p"}, [3.0], [(torch.linalg.vector_norm(z, 3, d), None)]),
+    ]
+    for params, scalars, expected in checks:
+        params = {**params, "dtype": dtype}
+        launched = []
+        run = reductions_loader(params)
+        launch = run.__globals__["wrap_triton"]
+        run.__globals__["wrap_triton"] = lambda kernel: launched.append(kernel.__name__) or launch(kernel)
+        results = [reduce(lambda _: run, params, x, dims, scalars=scalars) for _ in range(2)]
+        assert "_finish_kernel" in launched, params
+        first, again = ([r] if isinstance(r, torch.Tensor) else r for r in results)
+        for result, repeat, (reference, scale) in zip(first, again, expected):
+            assert torch.equal(result, repeat), params
+            assert_close_16bit(result, reference, dtype, ulps=2 if params.get("ord") == "p" else 1, scale=scale)
+
+
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_empty_and_zero_dim(reductions_loader, dtype):
     load = reductions_loader
