@@ -6,8 +6,13 @@ columns), splits its columns in halves E | O, combines them as E + w^p O and E -
 and stacks the two results as the rows of a [2P, Q/2] view. After log2(L) stages the view is [L, 1], in natural
 order: no bit reversal and no scratch memory, so the same code runs in Triton's interpreter (numpy) and
 compiles on GPU to register relabelings plus a few shared-memory layout conversions, with no barriers to get
-right. Twiddles are tl.cos/tl.sin of fp32 angles in-kernel (libdevice on CUDA, ~1 fp32 ulp; a host table would
-need a per-call tensor): their error is ~2^-23 relative, far below the one 16-bit rounding on store.
+right. Twiddles w^p = exp(-+i pi p / P) come from _cospi_sinpi: p / P is exact in fp32, so it reduces exactly to
+a quarter turn plus |r| <= 1/4, where short polynomials are within an fp32 ulp. libdevice's sin/cos would
+bring their slow path for huge arguments (fp64 instructions and a table in local memory) into every stage, and
+a host table would need a per-call tensor. Their error, ~2^-23 relative, is far below the one 16-bit rounding
+on store. Rows whose elements are adjacent are loaded and stored as one run of parts each (128-bit accesses);
+r2c's one-sided output rows and c2r's input rows hold n/2 + 1 elements, so from the second row on they start
+at addresses aligned to one element only, and move at 32 bits per access.
 
 The longest complex transform one program holds is MAX_FFT_LENGTH = 8192: 8192 complex fp32 values over 16
 warps is 32 registers of data per thread (compiled for sm_90 with triton 3.6 and 3.8: ~120 registers, no
@@ -53,26 +58,78 @@ MUTATES = ("out",)
 LOG2_FFT_LENGTH = $log2_fft_length
 ROWS = $rows
 NUM_WARPS = $num_warps
+# Row lengths, in elements, the kernel reads from x and writes to out (0: never one whole run; see _layout).
+X_WIDTH = $x_width
+OUT_WIDTH = $out_width
 
 
 @triton.jit
 def _row_offsets(rows, inner_rows, stride_outer, stride_inner, ROWS: tl.constexpr):
-    # int64: a batch of 16-bit rows can exceed 2**31 elements
+    """Element offsets of this program's rows, and which exist. int64: a batch of 16-bit rows can exceed 2**31
+    elements."""
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     return (row // inner_rows) * stride_outer + (row % inner_rows) * stride_inner, row < rows
 
 
 @triton.jit
-def _load_pairs(ptr, row_offset, row_mask, index, step, part_step):
-    """fp32 (first, second) of the pairs at `index` along each row: (re, im), or two consecutive reals."""
-    offsets = row_offset[:, None, None] + index[None, :, None] * step + tl.arange(0, 2)[None, None, :] * part_step
-    return tl.split(tl.load(ptr + offsets, mask=row_mask[:, None, None]).to(tl.float32))
+def _load_rows(ptr, row, row_mask, rows, index, step, ROWS: tl.constexpr, WIDTH: tl.constexpr,
+               PARTS: tl.constexpr, LAYOUT: tl.constexpr):
+    """fp32 [ROWS, WIDTH, PARTS] of each row's elements `index` (PARTS = 2: (re, im) pairs of complex elements,
+    1: reals). LAYOUT "dense" (rows of WIDTH adjacent elements, one after another): the program's rows are a
+    single run of memory, loaded flat; "unit" (adjacent elements): a run per row; "strided": an offset per part.
+    Runs compile to wide vector loads."""
+    if LAYOUT == "dense":
+        flat = tl.program_id(0).to(tl.int64) * ROWS * WIDTH * PARTS + tl.arange(0, ROWS * WIDTH * PARTS)
+        values = tl.load(ptr + flat, mask=flat < rows * WIDTH * PARTS)
+    else:
+        offsets = _part_offsets(row, index, step, ROWS, WIDTH, PARTS, LAYOUT)
+        values = tl.load(ptr + offsets, mask=row_mask[:, None])
+    return tl.reshape(values.to(tl.float32), [ROWS, WIDTH, PARTS])
 
 
 @triton.jit
-def _store_pairs(ptr, row_offset, mask, index, step, part_step, first, second):
-    offsets = row_offset[:, None, None] + index[None, :, None] * step + tl.arange(0, 2)[None, None, :] * part_step
-    tl.store(ptr + offsets, tl.join(first, second).to(ptr.dtype.element_ty), mask=mask[:, :, None])
+def _store_rows(ptr, row, mask, rows, index, step, values, ROWS: tl.constexpr, WIDTH: tl.constexpr,
+                PARTS: tl.constexpr, LAYOUT: tl.constexpr):
+    """Store [ROWS, WIDTH, PARTS] values as _load_rows loads them; `mask` [ROWS, WIDTH * PARTS] (unused when
+    dense: a dense output is written whole)."""
+    values = values.to(ptr.dtype.element_ty)
+    if LAYOUT == "dense":
+        flat = tl.program_id(0).to(tl.int64) * ROWS * WIDTH * PARTS + tl.arange(0, ROWS * WIDTH * PARTS)
+        tl.store(ptr + flat, tl.reshape(values, [ROWS * WIDTH * PARTS]), mask=flat < rows * WIDTH * PARTS)
+    else:
+        offsets = _part_offsets(row, index, step, ROWS, WIDTH, PARTS, LAYOUT)
+        tl.store(ptr + offsets, tl.reshape(values, [ROWS, WIDTH * PARTS]), mask=mask)
+
+
+@triton.jit
+def _part_offsets(row, index, step, ROWS: tl.constexpr, WIDTH: tl.constexpr, PARTS: tl.constexpr,
+                  LAYOUT: tl.constexpr):
+    """[ROWS, WIDTH * PARTS] offsets of the parts of elements `index` (element offsets row + index * step)."""
+    if LAYOUT == "unit":
+        offsets = PARTS * row[:, None] + tl.arange(0, WIDTH * PARTS)[None, :]
+    else:
+        parts = PARTS * (row[:, None, None] + index[None, :, None] * step) + tl.arange(0, PARTS)[None, None, :]
+        offsets = tl.reshape(parts, [ROWS, WIDTH * PARTS])
+    return offsets
+
+
+@triton.jit
+def _cospi_sinpi(t):
+    """(cos(pi t), sin(pi t)) for t = p / 2^k in [0, 1]: t is reduced exactly to r in [-1/4, 1/4] around the
+    nearest half turn q / 2, where Taylor polynomials of degree 10 and 9 are within an fp32 ulp. No libdevice
+    sin/cos: their reduction of huge arguments brings fp64 code and a local-memory table."""
+    q = tl.floor(2.0 * t + 0.5)
+    r = t - 0.5 * q
+    x = r * r
+    sin = r * (3.141592653589793 + x * (-5.16771278004997 + x * (2.5501640398773455 + x * (
+        -0.5992645293207921 + x * 0.08214588661112823))))
+    cos = 1.0 + x * (-4.934802200544679 + x * (4.058712126416768 + x * (-1.3352627688545893 + x * (
+        0.2353306303588932 - x * 0.025806891390014061))))
+    quadrant = q.to(tl.int32) & 3
+    odd = (quadrant & 1) != 0
+    cos_t = tl.where(odd, sin, cos)
+    sin_t = tl.where(odd, cos, sin)
+    return tl.where((quadrant == 1) | (quadrant == 2), -cos_t, cos_t), tl.where(quadrant >= 2, -sin_t, sin_t)
 
 
 @triton.jit
@@ -80,9 +137,9 @@ def _radix2_stage(re, im, ROWS: tl.constexpr, P: tl.constexpr, HALF: tl.constexp
     """[ROWS, P, 2 * HALF] -> [ROWS, 2 * P, HALF]: merge pairs of P-point transforms into 2P-point ones."""
     even_re, odd_re = tl.split(tl.permute(tl.reshape(re, [ROWS, P, 2, HALF]), 0, 1, 3, 2))
     even_im, odd_im = tl.split(tl.permute(tl.reshape(im, [ROWS, P, 2, HALF]), 0, 1, 3, 2))
-    angle = tl.arange(0, P).to(tl.float32) * (SIGN * 3.141592653589793 / P)
-    cos = tl.reshape(tl.cos(angle), [1, P, 1])
-    sin = tl.reshape(tl.sin(angle), [1, P, 1])
+    cos, sin = _cospi_sinpi(tl.arange(0, P).to(tl.float32) * (1.0 / P))
+    cos = tl.reshape(cos, [1, P, 1])
+    sin = tl.reshape(SIGN * sin, [1, P, 1])
     turned_re = cos * odd_re - sin * odd_im
     turned_im = cos * odd_im + sin * odd_re
     # join puts the +/- half last; moving it before P makes it the high bit of the new row index
@@ -107,15 +164,17 @@ _C2C = '''
 def fft_c2c_kernel(
     x_ptr, out_ptr, rows, inner_rows,
     x_outer, x_inner, x_step, out_outer, out_inner, out_step,
-    scale, ROWS: tl.constexpr, LOG2_LENGTH: tl.constexpr,
+    scale, ROWS: tl.constexpr, LOG2_LENGTH: tl.constexpr, X_LAYOUT: tl.constexpr, OUT_LAYOUT: tl.constexpr,
 ):
-    k = tl.arange(0, 1 << LOG2_LENGTH)
+    LENGTH: tl.constexpr = 1 << LOG2_LENGTH
+    k = tl.arange(0, LENGTH)
     x_row, row_mask = _row_offsets(rows, inner_rows, x_outer, x_inner, ROWS)
-    re, im = _load_pairs(x_ptr, x_row, row_mask, k, x_step, 1)
+    re, im = tl.split(_load_rows(x_ptr, x_row, row_mask, rows, k, x_step, ROWS, LENGTH, 2, X_LAYOUT))
     re, im = _fft_rows(re, im, ROWS, LOG2_LENGTH, $sign)
     out_row, _ = _row_offsets(rows, inner_rows, out_outer, out_inner, ROWS)
-    mask = tl.broadcast_to(row_mask[:, None], [ROWS, 1 << LOG2_LENGTH])
-    _store_pairs(out_ptr, out_row, mask, k, out_step, 1, re * scale, im * scale)
+    mask = tl.broadcast_to(row_mask[:, None], [ROWS, 2 * LENGTH])
+    _store_rows(out_ptr, out_row, mask, rows, k, out_step, tl.join(re * scale, im * scale), ROWS, LENGTH, 2,
+                OUT_LAYOUT)
 '''
 
 _R2C = '''
@@ -124,16 +183,18 @@ _R2C = '''
 def fft_r2c_kernel(
     x_ptr, out_ptr, rows, inner_rows, out_length,
     x_outer, x_inner, x_step, out_outer, out_inner, out_step,
-    scale, ROWS: tl.constexpr, LOG2_LENGTH: tl.constexpr,
+    scale, ROWS: tl.constexpr, LOG2_LENGTH: tl.constexpr, X_LAYOUT: tl.constexpr, OUT_LAYOUT: tl.constexpr,
 ):
-    k = tl.arange(0, 1 << LOG2_LENGTH)
+    LENGTH: tl.constexpr = 1 << LOG2_LENGTH
+    k = tl.arange(0, LENGTH)
     x_row, row_mask = _row_offsets(rows, inner_rows, x_outer, x_inner, ROWS)
-    re = tl.load(x_ptr + x_row[:, None] + k[None, :] * x_step, mask=row_mask[:, None]).to(tl.float32)
+    re = tl.reshape(_load_rows(x_ptr, x_row, row_mask, rows, k, x_step, ROWS, LENGTH, 1, X_LAYOUT), [ROWS, LENGTH])
     # tl.full, not tl.zeros: standard-library @jit helpers fail in the interpreter if triton was imported first
-    re, im = _fft_rows(re, tl.full([ROWS, 1 << LOG2_LENGTH], 0.0, tl.float32), ROWS, LOG2_LENGTH, -1.0)
+    re, im = _fft_rows(re, tl.full([ROWS, LENGTH], 0.0, tl.float32), ROWS, LOG2_LENGTH, -1.0)
     out_row, _ = _row_offsets(rows, inner_rows, out_outer, out_inner, ROWS)
-    mask = row_mask[:, None] & (k[None, :] < out_length)
-    _store_pairs(out_ptr, out_row, mask, k, out_step, 1, re * scale, im * scale)
+    mask = row_mask[:, None] & (tl.arange(0, 2 * LENGTH) < 2 * out_length)[None, :]
+    _store_rows(out_ptr, out_row, mask, rows, k, out_step, tl.join(re * scale, im * scale), ROWS, LENGTH, 2,
+                OUT_LAYOUT)
 '''
 
 _C2R = '''
@@ -142,36 +203,43 @@ _C2R = '''
 def fft_c2r_kernel(
     x_ptr, out_ptr, rows, inner_rows,
     x_outer, x_inner, x_step, out_outer, out_inner, out_step,
-    scale, ROWS: tl.constexpr, LOG2_LENGTH: tl.constexpr,
+    scale, ROWS: tl.constexpr, LOG2_LENGTH: tl.constexpr, X_LAYOUT: tl.constexpr, OUT_LAYOUT: tl.constexpr,
 ):
     HALF: tl.constexpr = 1 << LOG2_LENGTH
     k = tl.arange(0, HALF)
     x_row, row_mask = _row_offsets(rows, inner_rows, x_outer, x_inner, ROWS)
-    a_re, a_im = _load_pairs(x_ptr, x_row, row_mask, k, x_step, 1)
-    b_re, b_im = _load_pairs(x_ptr, x_row, row_mask, HALF - k, x_step, 1)
+    a_re, a_im = tl.split(_load_rows(x_ptr, x_row, row_mask, rows, k, x_step, ROWS, HALF, 2, X_LAYOUT))
+    b_re, b_im = tl.split(_load_rows(x_ptr, x_row, row_mask, rows, HALF - k, x_step, ROWS, HALF, 2, "strided"))
     # a real output cannot carry the imaginary parts of X[0] and X[n/2]: ignored, as by ATen
     a_im = tl.where(k[None, :] == 0, 0.0, a_im)
     b_im = tl.where(k[None, :] == 0, 0.0, b_im)
     # Z = (A + conj B) + i w^-k (A - conj B), with A = X[k], B = X[n/2 - k]
     diff_re = a_re - b_re
     diff_im = a_im + b_im
-    angle = k.to(tl.float32) * (3.141592653589793 / HALF)
-    cos = tl.cos(angle)[None, :]
-    sin = tl.sin(angle)[None, :]
+    cos, sin = _cospi_sinpi(k.to(tl.float32) * (1.0 / HALF))
+    cos = cos[None, :]
+    sin = sin[None, :]
     z_re = (a_re + b_re) - (cos * diff_im + sin * diff_re)
     z_im = (a_im - b_im) + (cos * diff_re - sin * diff_im)
     z_re, z_im = _fft_rows(z_re, z_im, ROWS, LOG2_LENGTH, 1.0)
     out_row, _ = _row_offsets(rows, inner_rows, out_outer, out_inner, ROWS)
-    mask = tl.broadcast_to(row_mask[:, None], [ROWS, 1 << LOG2_LENGTH])
+    mask = tl.broadcast_to(row_mask[:, None], [ROWS, 2 * HALF])
     # (re, im) of z[j] are the real samples 2j and 2j + 1
-    _store_pairs(out_ptr, out_row, mask, k, 2 * out_step, out_step, z_re * scale, z_im * scale)
+    samples = tl.reshape(tl.join(z_re * scale, z_im * scale), [ROWS, 2 * HALF, 1])
+    _store_rows(out_ptr, out_row, mask, rows, tl.arange(0, 2 * HALF), out_step, samples, ROWS, 2 * HALF, 1,
+                OUT_LAYOUT)
 '''
 
 _HOST = '''
 
-def _scalar_strides(t):
-    """(outer, inner, step) of a [outer, inner, length] view in units of its 16- or 32-bit scalars."""
-    return torch.view_as_real(t).stride()[:3] if t.is_complex() else t.stride()
+def _layout(t, width):
+    \"\"\"How the rows of an [outer, inner, length] view lie in memory (see _load_rows): "dense" needs rows of
+    the kernel's `width` one after another.\"\"\"
+    outer, inner, length = t.shape
+    if length > 1 and t.stride(2) != 1:
+        return "strided"
+    consecutive = (inner == 1 or t.stride(1) == length) and (outer == 1 or t.stride(0) == inner * length)
+    return "dense" if consecutive and length == width else "unit"
 
 
 def launch(x, out, scale, *extra):
@@ -179,14 +247,15 @@ def launch(x, out, scale, *extra):
     wrap_triton($kernel)[(triton.cdiv(rows, ROWS),)](
         torch.view_as_real(x) if x.is_complex() else x,
         torch.view_as_real(out) if out.is_complex() else out,
-        rows, inner_rows, *extra, *_scalar_strides(x), *_scalar_strides(out), scale,
-        ROWS=ROWS, LOG2_LENGTH=LOG2_FFT_LENGTH, num_warps=NUM_WARPS,
+        rows, inner_rows, *extra, *x.stride(), *out.stride(), scale,
+        ROWS=ROWS, LOG2_LENGTH=LOG2_FFT_LENGTH, X_LAYOUT=_layout(x, X_WIDTH), OUT_LAYOUT=_layout(out, OUT_WIDTH),
+        num_warps=NUM_WARPS,
     )
 
 
 def run(x: torch.Tensor, out: torch.Tensor, scale: float) -> None:
-    """$run_doc
-    x and out are [outer, inner, length] views with any strides; 16-bit or 32-bit parts."""
+    \"\"\"$run_doc
+    x and out are [outer, inner, length] views with any strides; 16-bit or 32-bit parts.\"\"\"
     launch(x, out, scale$launch_extra)
 '''
 
@@ -214,6 +283,8 @@ def render(params: dict) -> str:
     values = dict(
         op=op, dtype=params["dtype"], n=n, inverse=params["inverse"],
         log2_fft_length=log2_fft_length, rows=rows, num_warps=max(4, rows * fft_length // 512),
+        # c2r reads n/2 + 1 elements per row, n/2 of them as a run: its rows are never one flat run
+        x_width=0 if op == "fft_c2r" else fft_length, out_width=n,
         sign="1.0" if params["inverse"] else "-1.0",
         kernel=kernel_name, run_doc=run_doc, launch_extra=launch_extra,
     )
