@@ -1,9 +1,14 @@
 """Complex matmul family: out = alpha * op(A) @ op(B) + beta * C for 16-bit complex operands, op = identity or conj.
 
 One batched kernel serves mm, bmm, addmm, baddbmm, mv, addmv, dot and vdot: vectors become 1-wide matrices and
-2-D operands a batch of one. Tiles are loaded as interleaved (re, im) parts and split in registers, so
-transposed, sliced and broadcast operands are read in place through their strides; the four real products go
-to tl.dot on 16-bit tiles (tensor cores) with fp32 accumulators, and the result is rounded once on store.
+2-D operands a batch of one. Products of two wide sides use the real-2x2-block form of complex multiplication:
+op(a) @ op(b) = a_parts [M, 2K] @ [[re, s_b im], [-s_a s_b im, s_a re]] [2K, 2N], with a's interleaved parts read
+as a real matrix (pairs adjacent along K: a^T b^T order or a copy makes them so) and b expanded once per call
+into that 16-bit block matrix (exact: it only moves and negates parts). The K loop is then one real tl.dot per
+step on tiles that go from memory to shared memory untouched, so Triton pipelines them with async copies and
+keeps wgmma in flight on Hopper; the output tile comes out interleaved. Thin products (matrix-vector shapes)
+are bound by reading the long operand: their tiles are loaded in place through any strides and split into
+(re, im) in registers for four real products. Accumulators are fp32, the result is rounded once on store.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ FAMILY = "matmul"
 TEMPLATE = '''\
 """out = alpha * op(a) @ op(b) + beta * c on $dtype pairs (conj_a=$conj_a, conj_b=$conj_b)."""
 
+import functools
+import inspect
 from typing import Optional
 
 import torch
@@ -88,9 +95,11 @@ def store_parts(ptr, stride_rows, stride_cols, rows_left, cols_left, values,
 
 
 @triton.jit
-def tile_origin(pid, tiles_m, tiles_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+def tile_origin(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     # (batch, m0, n0) of a program. Within a batch entry tiles go in groups of GROUP_M rows, so that programs
     # running together share B tiles in L2.
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
     tiles = tiles_m * tiles_n
     tile = pid % tiles
     group_tiles = GROUP_M * tiles_n
@@ -127,50 +136,86 @@ def finish_tile(acc, c_ptr, out_ptr, m_left, n_left, stride_cm, stride_cn, strid
 
 
 @triton.jit
+def expand_kernel(b_ptr, blocks_ptr, K, N, stride_batch, stride_k, stride_n, stride_blocks_batch,
+                  LEFT_SIGN: tl.constexpr, RIGHT_SIGN: tl.constexpr, N_UNIT: tl.constexpr,
+                  BLOCK_K: tl.constexpr, BLOCK_N: tl.constexpr):
+    # A [BLOCK_K, BLOCK_N] tile of the right operand (strides in parts) -> rows 2k and 2k + 1 of its real-2x2-block
+    # form [batch, 2K, 2N]: (re, s_r im) and (-s_l s_r im, s_l re) per element, s = -1 for a conjugated operand,
+    # so that [a_re, a_im] @ [[re, s_r im], [-s_l s_r im, s_l re]] is op(a) op(b). Negation is exact in 16 bits.
+    batch = tl.program_id(2).to(tl.int64)
+    k0 = tl.program_id(0) * BLOCK_K
+    n0 = tl.program_id(1) * BLOCK_N
+    b_ptr += batch * stride_batch + k0.to(tl.int64) * stride_k + n0.to(tl.int64) * stride_n
+    re, im = split_pairs(load_parts(b_ptr, stride_k, stride_n, K - k0, N - n0, BLOCK_K, BLOCK_N, N_UNIT).to(tl.float32))
+    even_rows = join_pairs(re, RIGHT_SIGN * im)
+    odd_rows = join_pairs(-(LEFT_SIGN * RIGHT_SIGN) * im, LEFT_SIGN * re)
+    rows = tl.reshape(tl.permute(tl.join(even_rows, odd_rows), 0, 2, 1), (2 * BLOCK_K, 2 * BLOCK_N))
+    blocks_ptr += batch * stride_blocks_batch + (2 * k0).to(tl.int64) * (2 * N) + 2 * n0
+    store_parts(blocks_ptr, 2 * N, 2, 2 * (K - k0), N - n0, round_to(rows, blocks_ptr.dtype.element_ty),
+                2 * BLOCK_K, BLOCK_N, True)
+
+
+@triton.jit
 def complex_matmul_kernel(
     a_ptr, b_ptr, c_ptr, out_ptr, partials_ptr,
-    M, N, K, tiles_m, tiles_n, k_per_split,
+    M, N, K, k_per_split, shape_class,
     stride_a_batch, stride_am, stride_ak,
     stride_b_batch, stride_bk, stride_bn,
     stride_c_batch, stride_cm, stride_cn,
     stride_out_batch, stride_out_m, stride_out_n,
     stride_partials_split, stride_partials_batch, stride_partials_m,
     alpha_re, alpha_im, beta_re, beta_im,
-    MIXED_CONJ: tl.constexpr, CONJ_RESULT: tl.constexpr,
+    FORM: tl.constexpr, MIXED_CONJ: tl.constexpr, CONJ_RESULT: tl.constexpr,
     A_K_INNER: tl.constexpr, A_UNIT: tl.constexpr, B_N_INNER: tl.constexpr, B_UNIT: tl.constexpr,
     SPLIT_K: tl.constexpr,
     REAL_SCALARS: tl.constexpr, HAS_C: tl.constexpr, C_UNIT: tl.constexpr, OUT_UNIT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # Strides count 16-bit parts (fp32 ones for partials); offsets are 64-bit because an operand may span more
-    # than 2**31 parts while each stride fits in 32 bits. With SPLIT_K, program (tile, s) sums the K range
-    # [s * k_per_split, (s + 1) * k_per_split) into fp32 partials, and finish_split_kernel completes the tile.
-    batch, m0, n0 = tile_origin(tl.program_id(0), tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+    # than 2**31 parts while each stride fits in 32 bits. BLOCK_N and BLOCK_K count complex elements.
+    # FORM "blocks": a has adjacent pairs along K and is read as the real [M, 2K] matrix of its parts; b is the
+    # real-2x2-block form [2K, 2N] (expand_kernel), with the conjugations in it: one real product per K step,
+    # whose tiles go from memory to shared memory untouched (async copies feeding tensor cores, no de-interleave).
+    # FORM "pairs" (thin products, read in place with any strides): tiles split into (re, im) in registers,
+    # four real products. With SPLIT_K, program (tile, s) sums the K range [s * k_per_split, (s + 1) *
+    # k_per_split) into fp32 partials, and finish_split_kernel completes the tile. shape_class only keys
+    # autotuning.
+    batch, m0, n0 = tile_origin(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     split = tl.program_id(1)
     k_start = split * k_per_split
     k_end = tl.minimum(K, k_start + k_per_split)
     a_ptr += batch * stride_a_batch + m0.to(tl.int64) * stride_am + k_start.to(tl.int64) * stride_ak
-    b_ptr += batch * stride_b_batch + n0.to(tl.int64) * stride_bn + k_start.to(tl.int64) * stride_bk
-    acc_re = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-    acc_im = tl.full((BLOCK_M, BLOCK_N), 0.0, tl.float32)
-    for k0 in range(k_start, k_end, BLOCK_K):
-        ar, ai = load_operand(a_ptr, stride_am, stride_ak, M - m0, K - k0, BLOCK_M, BLOCK_K, A_K_INNER, A_UNIT)
-        br, bi = load_operand(b_ptr, stride_bk, stride_bn, K - k0, N - n0, BLOCK_K, BLOCK_N, B_N_INNER, B_UNIT)
-        acc_re = tl.dot(ar, br, acc_re)
-        acc_im = tl.dot(ar, bi, acc_im)
-        # conj(A) B and A conj(B) = conj(conj(A) B) share the signs (re + ai bi, im - ai br); A B and
-        # conj(A) conj(B) = conj(A B) share the plain ones. Negating a 16-bit tile is exact.
-        if MIXED_CONJ:
-            acc_re = tl.dot(ai, bi, acc_re)
-            acc_im = tl.dot(-ai, br, acc_im)
-        else:
-            acc_re = tl.dot(-ai, bi, acc_re)
-            acc_im = tl.dot(ai, br, acc_im)
-        a_ptr += BLOCK_K * stride_ak.to(tl.int64)
-        b_ptr += BLOCK_K * stride_bk.to(tl.int64)
-    if CONJ_RESULT:
-        acc_im = -acc_im
-    acc = join_pairs(acc_re, acc_im)
+    if FORM == "blocks":
+        b_ptr += batch * stride_b_batch + (2 * k_start).to(tl.int64) * stride_bk + 2 * n0
+        acc = tl.zeros((BLOCK_M, 2 * BLOCK_N), tl.float32)
+        for k0 in range(k_start, k_end, BLOCK_K):
+            a = load_parts(a_ptr, stride_am, stride_ak, M - m0, K - k0, BLOCK_M, BLOCK_K, True)
+            b = load_parts(b_ptr, stride_bk, 2, 2 * (K - k0), N - n0, 2 * BLOCK_K, BLOCK_N, True)
+            acc = tl.dot(a.to($dot_dtype), b.to($dot_dtype), acc)
+            a_ptr += BLOCK_K * stride_ak.to(tl.int64)
+            b_ptr += 2 * BLOCK_K * stride_bk.to(tl.int64)
+    else:
+        b_ptr += batch * stride_b_batch + n0.to(tl.int64) * stride_bn + k_start.to(tl.int64) * stride_bk
+        acc_re = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        acc_im = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
+        for k0 in range(k_start, k_end, BLOCK_K):
+            ar, ai = load_operand(a_ptr, stride_am, stride_ak, M - m0, K - k0, BLOCK_M, BLOCK_K, A_K_INNER, A_UNIT)
+            br, bi = load_operand(b_ptr, stride_bk, stride_bn, K - k0, N - n0, BLOCK_K, BLOCK_N, B_N_INNER, B_UNIT)
+            acc_re = tl.dot(ar, br, acc_re)
+            acc_im = tl.dot(ar, bi, acc_im)
+            # conj(A) B and A conj(B) = conj(conj(A) B) share the signs (re + ai bi, im - ai br); A B and
+            # conj(A) conj(B) = conj(A B) share the plain ones. Negating a 16-bit tile is exact.
+            if MIXED_CONJ:
+                acc_re = tl.dot(ai, bi, acc_re)
+                acc_im = tl.dot(-ai, br, acc_im)
+            else:
+                acc_re = tl.dot(-ai, bi, acc_re)
+                acc_im = tl.dot(ai, br, acc_im)
+            a_ptr += BLOCK_K * stride_ak.to(tl.int64)
+            b_ptr += BLOCK_K * stride_bk.to(tl.int64)
+        if CONJ_RESULT:
+            acc_im = -acc_im
+        acc = join_pairs(acc_re, acc_im)
 
     if SPLIT_K:
         partials_ptr += split.to(tl.int64) * stride_partials_split + batch * stride_partials_batch
@@ -186,7 +231,7 @@ def complex_matmul_kernel(
 @triton.jit
 def finish_split_kernel(
     partials_ptr, c_ptr, out_ptr,
-    M, N, tiles_m, tiles_n, splits,
+    M, N, splits,
     stride_partials_split, stride_partials_batch, stride_partials_m,
     stride_c_batch, stride_cm, stride_cn,
     stride_out_batch, stride_out_m, stride_out_n,
@@ -194,7 +239,7 @@ def finish_split_kernel(
     REAL_SCALARS: tl.constexpr, HAS_C: tl.constexpr, C_UNIT: tl.constexpr, OUT_UNIT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    batch, m0, n0 = tile_origin(tl.program_id(0), tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+    batch, m0, n0 = tile_origin(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     partials_ptr += batch * stride_partials_batch + m0.to(tl.int64) * stride_partials_m + 2 * n0
     acc = tl.full((BLOCK_M, 2 * BLOCK_N), 0.0, tl.float32)
     for _ in range(splits):
@@ -223,49 +268,73 @@ def read_order(rows, cols, stride_rows, stride_cols):
     return stride_cols <= stride_rows, False
 
 
+def pairs_along_k(x):
+    """Whether the [batch, rows, K, 2] parts view x holds each row's pairs adjacent along K."""
+    return x.shape[2] == 1 or x.stride(2) == 2
+
+
+def real_blocks(right, left_conj, right_conj):
+    """The [batch, 2K, 2N] real-2x2-block form of a [batch, K, N, 2] parts view (a broadcast batch once)."""
+    batch, k, n = right.shape[:3]
+    batch = 1 if right.stride(0) == 0 else batch
+    blocks = torch.empty((batch, 2 * k, 2 * n), dtype=right.dtype, device=right.device)
+    grid = (triton.cdiv(k, EXPAND_BLOCK_K), triton.cdiv(n, EXPAND_BLOCK_N), batch)
+    torch.library.wrap_triton(expand_kernel)[grid](
+        right, blocks, k, n, right.stride(0), right.stride(1), right.stride(2), blocks.stride(0),
+        LEFT_SIGN=-1 if left_conj else 1, RIGHT_SIGN=-1 if right_conj else 1, N_UNIT=n == 1 or right.stride(2) == 2,
+        BLOCK_K=EXPAND_BLOCK_K, BLOCK_N=EXPAND_BLOCK_N,
+    )
+    return blocks.expand(right.shape[0], 2 * k, 2 * n) if batch == 1 else blocks
+
+
 def launch(a, b, out, c, alpha, beta):
     """Real [batch, rows, cols, 2] views: out = alpha * op(a) @ op(b) (+ beta * c unless c is None)."""
     batch, m, k = a.shape[:3]
     n = out.shape[2]
-    config = choose_config(batch, m, n, k, out.device)
-    tiles_m = triton.cdiv(m, config["BLOCK_M"])
-    tiles_n = triton.cdiv(n, config["BLOCK_N"])
-    programs = batch * tiles_m * tiles_n
-    k_per_split = choose_k_split(programs, k, config["BLOCK_K"], out.device)
-    splits = triton.cdiv(k, k_per_split) if k_per_split < k else 1
+    conj_a, conj_b = CONJ_A, CONJ_B
+    form = "pairs" if min(m, n) <= THIN else "blocks"
+    if form == "blocks":
+        if not pairs_along_k(a) and pairs_along_k(b.transpose(1, 2)):
+            # out^T = op(b)^T op(a)^T: b^T has its pairs along K, a^T becomes the expanded right operand
+            a, b, out = b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2)
+            c = None if c is None else c.transpose(1, 2)
+            m, n, conj_a, conj_b = n, m, conj_b, conj_a
+        if not pairs_along_k(a):
+            a = a.contiguous()
+        b = real_blocks(b, conj_a, conj_b)
+    scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
     has_c = c is not None
     c = out if c is None else c
-    epilogue = dict(
+    flags = dict(
+        FORM=form, MIXED_CONJ=conj_a != conj_b, CONJ_RESULT=conj_b,
         REAL_SCALARS=alpha.imag == 0 and beta.imag == 0,
         HAS_C=has_c, C_UNIT=n == 1 or c.stride(2) == 2, OUT_UNIT=n == 1 or out.stride(2) == 2,
     )
-    scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
+    flags["A_K_INNER"], flags["A_UNIT"] = read_order(m, k, a.stride(1), a.stride(2))
+    flags["B_N_INNER"], flags["B_UNIT"] = read_order(k, n, b.stride(1), b.stride(2))
+    strides = (*a.stride()[:3], *b.stride()[:3], *c.stride()[:3], *out.stride()[:3])
+    shape_class = (m.bit_length() << 24) | (n.bit_length() << 16) | (k.bit_length() << 8) | min(batch, 255)
+    tuned = tuned_gemm(out.device) if form == "blocks" else None
+    config = choose_config(batch, m, n, k, out.device)
+    programs = batch * triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
+    k_per_split = choose_k_split(programs, k, config["BLOCK_K"], out.device)
+    if tuned is not None and k_per_split >= k:
+        grid = lambda meta: (batch * triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]), 1)  # noqa: E731
+        torch.library.wrap_triton(tuned)[grid](
+            a, b, c, out, out, m, n, k, k, shape_class, *strides, 0, 0, 0, *scalars, SPLIT_K=False, **flags)
+        return
+    splits = triton.cdiv(k, k_per_split) if k_per_split < k else 1
     partials = out
     if splits > 1:
         partials = torch.empty((splits, batch, m, 2 * n), dtype=torch.float32, device=out.device)
-    a_k_inner, a_unit = read_order(m, k, a.stride(1), a.stride(2))
-    b_n_inner, b_unit = read_order(k, n, b.stride(1), b.stride(2))
     torch.library.wrap_triton(complex_matmul_kernel)[(programs, splits)](
-        a, b, c, out, partials,
-        m, n, k, tiles_m, tiles_n, k_per_split,
-        a.stride(0), a.stride(1), a.stride(2),
-        b.stride(0), b.stride(1), b.stride(2),
-        c.stride(0), c.stride(1), c.stride(2),
-        out.stride(0), out.stride(1), out.stride(2),
-        partials.stride(0), partials.stride(1), partials.stride(2),
-        *scalars,
-        MIXED_CONJ=CONJ_A != CONJ_B, CONJ_RESULT=CONJ_B,
-        A_K_INNER=a_k_inner, A_UNIT=a_unit, B_N_INNER=b_n_inner, B_UNIT=b_unit,
-        SPLIT_K=splits > 1, **epilogue, **config,
+        a, b, c, out, partials, m, n, k, k_per_split, shape_class, *strides, *partials.stride()[:3], *scalars,
+        SPLIT_K=splits > 1, **flags, **config,
     )
     if splits > 1:
+        epilogue = {name: flags[name] for name in ("REAL_SCALARS", "HAS_C", "C_UNIT", "OUT_UNIT")}
         torch.library.wrap_triton(finish_split_kernel)[(programs,)](
-            partials, c, out,
-            m, n, tiles_m, tiles_n, splits,
-            partials.stride(0), partials.stride(1), partials.stride(2),
-            c.stride(0), c.stride(1), c.stride(2),
-            out.stride(0), out.stride(1), out.stride(2),
-            *scalars,
+            partials, c, out, m, n, splits, *partials.stride()[:3], *c.stride()[:3], *out.stride()[:3], *scalars,
             **epilogue, BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], GROUP_M=config["GROUP_M"],
         )
 
@@ -287,9 +356,19 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torc
            complex(alpha_re, alpha_im), beta)
 '''
 
-# The interpreter runs each program in numpy: small tiles keep tests fast and exercise the block masks, and
-# single-tile products with more than two K blocks are split so that the tests cover the split-K path.
+# The interpreter runs each program in numpy: small tiles keep tests fast and exercise the block masks, a low THIN
+# sends the tests' small products through the real-2x2-block form too, and single-tile products with more than
+# two K blocks are split so that the tests cover the split-K path.
 INTERPRETER_CONFIG_SOURCE = '''\
+THIN = 8
+EXPAND_BLOCK_K = 16
+EXPAND_BLOCK_N = 16
+
+
+def tuned_gemm(device):
+    return None
+
+
 def choose_config(batch, m, n, k, device):
     return dict(BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, GROUP_M=2)
 
@@ -297,22 +376,46 @@ def choose_config(batch, m, n, k, device):
 def choose_k_split(programs, k, block_k, device):
     return 2 * block_k if programs == 1 else k'''
 
-# Hopper: two fp32 [128, 128] accumulators take 128 of a thread's registers at 8 warps, and a 128x128x32 stage is
-# 32 KiB of shared memory, so 3 stages fit (compiled for sm_90: about 250 registers, no spills with real alpha and
-# beta). Grids that would leave SMs idle with 128x128 tiles use 64x64. Matrix-vector shapes are bound by reading
-# the long operand: the short side gets tl.dot's minimum of 16, the long side the widest block that still gives
-# every SM a program. When the output tiles leave most SMs idle (dot, short mv, small GEMMs with a long K), K is
-# split across programs that keep at least 8 K blocks each, and a second kernel sums their fp32 partials.
+# Products with more than THIN rows and columns run the real-2x2-block form with one of a few configs per arch,
+# tuned by triton.autotune on first use per shape class and cached on disk with the compiled kernels
+# (cache_results). Sizes count complex elements: the real tile is [BLOCK_M, 2 * BLOCK_N] over K steps of
+# 2 * BLOCK_K parts. Hopper: 8 warps (two warpgroups) hold a 128 x 256 fp32 accumulator in 128 registers per
+# thread, and a 128 x 64 + 64 x 256 stage is 48 KiB of shared memory, so 3 stages fit. Ampere: the same
+# accumulator over 8 warps with 32-part K steps, 4 stages of 24 KiB in A100's 164 KiB, and registers capped at
+# 240. Thin products (matrix-vector shapes) are bound by reading the long operand: the short
+# side gets tl.dot's minimum of 16, the long side the widest block that still gives every SM a program. When
+# the output tiles leave most SMs idle (dot, short mv, small GEMMs with a long K), K is split across programs
+# that keep at least 8 K blocks each, and a second kernel sums their fp32 partials.
 GPU_CONFIG_SOURCE = '''\
+THIN = 16
+EXPAND_BLOCK_K = 32
+EXPAND_BLOCK_N = 64
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) per compute capability major
+GEMM_CONFIGS = {
+    9: [(128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4)],
+    8: [(128, 128, 16, 8, 4), (256, 64, 32, 8, 3), (128, 64, 32, 8, 3)],
+}
+# Ampere's register cap: ptxas would take 244-250 for the two larger configs; at 240 they do not spill.
+MAX_REGISTERS = {8: 240}
+
+
+@functools.lru_cache(maxsize=None)
+def tuned_gemm(device):
+    major = 9 if torch.cuda.get_device_capability(device)[0] >= 9 else 8
+    configs = [triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8), num_warps=warps, num_stages=stages,
+                             maxnreg=MAX_REGISTERS.get(major))
+               for bm, bn, bk, warps, stages in GEMM_CONFIGS[major]]
+    cache = {"cache_results": True} if "cache_results" in inspect.signature(triton.autotune).parameters else {}
+    return triton.autotune(configs, key=["shape_class"], restore_value=["out_ptr"], **cache)(complex_matmul_kernel)
+
+
 def choose_config(batch, m, n, k, device):
     sm_count = torch.cuda.get_device_properties(device).multi_processor_count
-    if m <= 16 or n <= 16:
+    if m <= THIN or n <= THIN:
         long_side = max(m, n)
         block = next((b for b in (64, 32) if batch * triton.cdiv(long_side, b) >= sm_count), 16)
         return dict(BLOCK_M=16 if m <= 16 else block, BLOCK_N=16 if n <= 16 else block, BLOCK_K=64, GROUP_M=8,
                     num_warps=4, num_stages=4)
-    if batch * triton.cdiv(m, 128) * triton.cdiv(n, 128) >= sm_count:
-        return dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, num_warps=8, num_stages=3)
     return dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=4)
 
 

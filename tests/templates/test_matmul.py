@@ -192,6 +192,10 @@ def test_split_k_partial_sums(call, dtype_name, alpha, beta):
     bias = rand(7, 5, dtype_name=dtype_name, seed=2)
     check(call("aten::addmm", bias, a, b, beta=beta, alpha=alpha), dtype_name, expected(a, b, bias, alpha, beta))
     check(call("aten::mv", a, b[:, 0]), dtype_name, expected(a, b[:, 0]))
+    # wide enough for the real-2x2-block form (THIN is 8 in the interpreter), still one tile: split too
+    a, b = rand(12, 70, dtype_name=dtype_name, seed=3), rand(70, 11, dtype_name=dtype_name, seed=4).conj()
+    bias = rand(12, 11, dtype_name=dtype_name, seed=5)
+    check(call("aten::addmm", bias, a, b, beta=beta, alpha=alpha), dtype_name, expected(a, b, bias, alpha, beta))
 
 
 # -- bmm / baddbmm -----------------------------------------------------------------------------------------
@@ -343,6 +347,10 @@ def test_gpu_configs_fit_tensor_cores_and_split_only_idle_grids(tmp_path, monkey
         if k_per_split < k:
             assert 4 * programs <= 132 and k_per_split % config["BLOCK_K"] == 0
             assert k_per_split >= 8 * config["BLOCK_K"]
-    assert module.choose_config(1, 4096, 4096, 4096, "cuda")["BLOCK_M"] == 128
     assert module.choose_k_split(1, 10**6, 64, "cuda") < 10**6  # dot: split across the SMs
     assert module.choose_k_split(4096, 4096, 32, "cuda") == 4096
+    # the autotuned real-2x2-block configs: wgmma-sized on Hopper, stages that fit shared memory (H100, A100)
+    for major, shared_bytes in ((9, 227 * 1024), (8, 163 * 1024)):
+        for block_m, block_n, block_k, warps, stages in module.GEMM_CONFIGS[major]:
+            assert min(block_m, 2 * block_n, 2 * block_k) >= 16 and (major < 9 or block_m >= 64 * (warps // 4))
+            assert stages * (block_m * 2 * block_k + 2 * block_k * 2 * block_n) * 2 <= shared_bytes
