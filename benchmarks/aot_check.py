@@ -65,18 +65,18 @@ class Case(NamedTuple):
     """One call of a module's `run`, and the criteria the kernels it launches are held to: WIDTH (global loads
     of interleaved contiguous operands at MIN_ACCESS_BITS or more), STORE_WIDTH (stores too: outputs with many
     elements), FILL (FILL_PER_SM x SM count programs), GEMM (tensor-core code as the issue asks per arch).
-    writers: the kernels that write the outputs, whose stores STORE_WIDTH judges (all when empty): a
-    workspace of one fp32 value per program is not an operand. subset: part of --subset."""
+    only: the kernels some criteria apply to, {criterion: kernel names} (all kernels when absent): STORE_WIDTH
+    judges the kernels that write the outputs (a workspace of one fp32 value per program is not an operand),
+    GEMM the one that multiplies. subset: part of --subset."""
 
     label: str
     args: tuple
     judge: frozenset = frozenset()
-    writers: tuple = ()
+    only: dict = {}
     subset: bool = True
 
     def judged(self, kernel_name: str) -> list[str]:
-        skip = {STORE_WIDTH} if self.writers and kernel_name not in self.writers else set()
-        return sorted(self.judge - skip)
+        return sorted(c for c in self.judge if kernel_name in self.only.get(c, (kernel_name,)))
 
 
 def _complex(shape, dtype: str) -> torch.Tensor:
@@ -139,7 +139,7 @@ def reduction_cases(family, params: dict, run) -> list[Case]:
         Case("full 16M", call(_complex((16 * MILLION,), dtype), [0]), frozenset({WIDTH, FILL}), subset=False),
         Case("inner dim of 1024x1024", call(square, [1]), frozenset({WIDTH, FILL})),
         Case("outer dim of 1024x1024", call(square, [0]), frozenset({WIDTH, STORE_WIDTH, FILL}),
-             ("_finish_kernel",)),
+             {STORE_WIDTH: ("_finish_kernel",)}),
         Case("inner dim of 1024x1024 transposed", call(square.t(), [1]), subset=False),
     ]
 
@@ -148,9 +148,10 @@ def scan_cases(family, params: dict, run) -> list[Case]:
     dtype = params["dtype"]
     square = _complex((1024, 1024), dtype)
     judged = frozenset({WIDTH, STORE_WIDTH, FILL})
+    writer = {STORE_WIDTH: ("_scan_kernel",)}
     return [
-        Case("1-D 1M", (_complex((MILLION,), dtype), 0, _complex((MILLION,), dtype)), judged, ("_scan_kernel",)),
-        Case("dim 0 of 1024x1024", (square, 0, torch.empty_like(square)), judged, ("_scan_kernel",)),
+        Case("1-D 1M", (_complex((MILLION,), dtype), 0, _complex((MILLION,), dtype)), judged, writer),
+        Case("dim 0 of 1024x1024", (square, 0, torch.empty_like(square)), judged, writer),
         Case("dim 1 of 1024x1024", (square, 1, torch.empty_like(square)), frozenset({WIDTH, STORE_WIDTH})),
         Case("dim 1 of 1024x1024 transposed", (square.t(), 1, torch.empty_like(square)), subset=False),
     ]
@@ -166,12 +167,12 @@ def matmul_cases(family, params: dict, run) -> list[Case]:
         return (a, _complex((batch, k, n), dtype), _complex((batch, m, n), dtype), addend,
                 alpha.real, alpha.imag, beta.real, beta.imag)
 
-    gemm = frozenset({GEMM})
+    gemm, multiplier = frozenset({GEMM}), {GEMM: ("complex_matmul_kernel",)}
     return [
-        Case("mm 4096^3", product(1, 4096, 4096, 4096), gemm),
+        Case("mm 4096^3", product(1, 4096, 4096, 4096), gemm, multiplier),
         Case("addmm 4096^3, complex alpha and beta", product(1, 4096, 4096, 4096, bias=True, alpha=0.5 + 1j,
-                                                              beta=2j), gemm, subset=False),
-        Case("bmm 16x512^3", product(16, 512, 512, 512), gemm, subset=False),
+                                                              beta=2j), gemm, multiplier, subset=False),
+        Case("bmm 16x512^3", product(16, 512, 512, 512), gemm, multiplier, subset=False),
         Case("mm 1024^3, A transposed", product(1, 1024, 1024, 1024, transpose_a=True), subset=False),
         Case("mv 4096x4096", product(1, 4096, 4096, 1), subset=False),
         Case("dot 1M", product(1, 1, MILLION, 1)),
@@ -179,15 +180,20 @@ def matmul_cases(family, params: dict, run) -> list[Case]:
 
 
 def fft_cases(family, params: dict, run) -> list[Case]:
+    """Contiguous rows. Rows of n/2 + 1 elements (r2c's one-sided output, c2r's input) start at odd element
+    offsets every other row: no access wider than one element (32 bits) fits them, so those are not judged."""
     dtype, op, n = params["dtype"], params["op"], params["n"]
     rows = max(8, MILLION // n)
     if op == "fft_c2c":
-        x, out = _complex((rows, 1, n), dtype), _complex((rows, 1, n), dtype)
-    elif op == "fft_r2c":
-        x, out = _real((rows, 1, n), dtype), _complex((rows, 1, n // 2 + 1), dtype)
-    else:
-        x, out = _complex((rows, 1, n // 2 + 1), dtype), _real((rows, 1, n), dtype)
-    return [Case(f"{rows} rows", (x, out, 1.0), frozenset({WIDTH, STORE_WIDTH}))]
+        return [Case(f"{rows} rows", (_complex((rows, 1, n), dtype), _complex((rows, 1, n), dtype), 1.0),
+                     frozenset({WIDTH, STORE_WIDTH}))]
+    if op == "fft_r2c":
+        x = _real((rows, 1, n), dtype)
+        return [Case(f"{rows} rows, one-sided", (x, _complex((rows, 1, n // 2 + 1), dtype), 1.0), frozenset({WIDTH})),
+                Case(f"{rows} rows, two-sided", (x, _complex((rows, 1, n), dtype), 1.0),
+                     frozenset({WIDTH, STORE_WIDTH}), subset=False)]
+    return [Case(f"{rows} rows", (_complex((rows, 1, n // 2 + 1), dtype), _real((rows, 1, n), dtype), 1.0),
+                 frozenset({STORE_WIDTH}))]
 
 
 CASES = {
@@ -264,8 +270,10 @@ def gpu_target(arch: Arch):
 @contextlib.contextmanager
 def recording(arch: Arch):
     """Launches inside the block are recorded, not run, specialized for `arch` as JITFunction.run specializes
-    them; torch.cuda's device queries answer for `arch`."""
+    them (an autotuned kernel's launch records one launch per config: each must compile); torch.cuda's device
+    queries answer for `arch`."""
     from triton.compiler import make_backend
+    from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction, create_function_from_signature
 
     backend = make_backend(gpu_target(arch))
@@ -279,9 +287,14 @@ def recording(arch: Arch):
         grid = grid(bound_args) if callable(grid) else grid
         launches.append(Launch(kernel, tuple(int(g) for g in grid), signature, constexprs, attrs, options))
 
+    def record_configs(tuner, *args, grid, warmup, **kwargs):
+        for config in tuner.configs:
+            tuner.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
+
     properties = _DeviceProperties(arch.sm_count, arch.capability // 10, arch.capability % 10, arch.name)
     patches = [
         (JITFunction, "run", record),
+        (Autotuner, "run", record_configs),
         (torch.cuda, "get_device_properties", lambda device=None: properties),
         (torch.cuda, "get_device_capability", lambda device=None: (properties.major, properties.minor)),
     ]
