@@ -142,8 +142,9 @@ def expand_kernel(b_ptr, blocks_ptr, K, N, stride_batch, stride_k, stride_n, str
     # A [BLOCK_K, BLOCK_N] tile of the right operand (strides in parts) -> rows 2k and 2k + 1 of its real-2x2-block
     # form [batch, 2K, 2N]: (re, s_r im) and (-s_l s_r im, s_l re) per element, s = -1 for a conjugated operand,
     # so that [a_re, a_im] @ [[re, s_r im], [-s_l s_r im, s_l re]] is op(a) op(b). Negation is exact in 16 bits.
-    batch = tl.program_id(2).to(tl.int64)
-    k0 = tl.program_id(0) * BLOCK_K
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    batch = (tl.program_id(0) // k_tiles).to(tl.int64)
+    k0 = (tl.program_id(0) % k_tiles) * BLOCK_K
     n0 = tl.program_id(1) * BLOCK_N
     b_ptr += batch * stride_batch + k0.to(tl.int64) * stride_k + n0.to(tl.int64) * stride_n
     re, im = split_pairs(load_parts(b_ptr, stride_k, stride_n, K - k0, N - n0, BLOCK_K, BLOCK_N, N_UNIT).to(tl.float32))
@@ -278,7 +279,7 @@ def real_blocks(right, left_conj, right_conj):
     batch, k, n = right.shape[:3]
     batch = 1 if right.stride(0) == 0 else batch
     blocks = torch.empty((batch, 2 * k, 2 * n), dtype=right.dtype, device=right.device)
-    grid = (triton.cdiv(k, EXPAND_BLOCK_K), triton.cdiv(n, EXPAND_BLOCK_N), batch)
+    grid = (batch * triton.cdiv(k, EXPAND_BLOCK_K), triton.cdiv(n, EXPAND_BLOCK_N))
     torch.library.wrap_triton(expand_kernel)[grid](
         right, blocks, k, n, right.stride(0), right.stride(1), right.stride(2), blocks.stride(0),
         LEFT_SIGN=-1 if left_conj else 1, RIGHT_SIGN=-1 if right_conj else 1, N_UNIT=n == 1 or right.stride(2) == 2,
