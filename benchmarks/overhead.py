@@ -222,11 +222,12 @@ def main() -> None:
     parser.add_argument("--guards", default="compiled,python")
     parser.add_argument("--first-import", action="store_true", help="also time an import on an empty cache")
     options = parser.parse_args()
+    torch.set_num_threads(1)  # per-call overhead: intra-op threads only add scheduling noise on 8 elements
     everyday = everyday_calls()
     overloads = overridden_overload_calls()
     print(f"{len(everyday)} everyday calls; {len(overloads)} of {len(jitdtypes._registration.keys)} overridden "
           f"(overload, key) pairs reached by float32 OpInfo samples; {options.rounds} interleaved rounds of "
-          f"{options.calls} calls, medians (us), torch {torch.__version__}")
+          f"{options.calls} calls, medians (us), one intra-op thread, torch {torch.__version__}")
     summary = []
     for guard in options.guards.split(","):
         everyday_rows = measure(everyday, guard, options.rounds, options.calls)

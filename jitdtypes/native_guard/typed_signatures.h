@@ -64,6 +64,7 @@ inline const std::unordered_multimap<std::string, TypedRegistrar>& typed_signatu
       JD_TYPED("Tensor,!Tensor,!Tensor->(!Tensor,!Tensor)", std::tuple<Tensor&, Tensor&>(T, W, W)),
       JD_TYPED("Tensor,int,Tensor,Tensor->Tensor", Tensor(T, int64_t, T, T)),
       JD_TYPED("Tensor,int,Tensor,Tensor,!Tensor->!Tensor", W(T, int64_t, T, T, W)),
+      JD_TYPED("Tensor,int,Tensor?,Tensor?->Tensor", Tensor(T, int64_t, const std::optional<Tensor>&, const std::optional<Tensor>&)),
       JD_TYPED("Tensor,Tensor?,Tensor?,bool->Tensor", Tensor(T, const std::optional<Tensor>&, const std::optional<Tensor>&, bool)),
       JD_TYPED("Tensor[],int,!Tensor->!Tensor", W(const at::ITensorListRef&, int64_t, W)),
       JD_TYPED("Tensor[],int,!Tensor->!Tensor", W(at::TensorList, int64_t, W)),
