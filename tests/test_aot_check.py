@@ -46,7 +46,9 @@ def test_round_trips_count_register_writes_inside_dot_loops():
     assert aot_check.loop_round_trips(ttgir) == 2  # the dot loop's two writes; not the ones outside it
 
 
-def test_subset_compiles_for_sm90():
+def test_subset_compiles_for_sm90_and_meets_the_criteria():
+    """Every kernel compiles; 64-bit or wider accesses, 2 x SM count programs for 1M-element reductions and scans,
+    no spills, asynchronous wgmma without per-K-step register round trips."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled Triton, not the interpreter
     run = subprocess.run([sys.executable, "-m", "benchmarks.aot_check", "--subset", "--arch", "sm_90", "--json"],
                          capture_output=True, text=True, env=env, timeout=600)
@@ -56,3 +58,9 @@ def test_subset_compiles_for_sm90():
     assert {k["dtype"] for k in kernels} == set(common.DTYPES)
     assert [f"{k['variant']} [{k['kernel']}]: {k['error']}" for k in kernels if not k["compiled"]] == []
     assert all(k["registers"] > 0 for k in kernels)
+    assert [f"{k['family']} {k['variant']} [{k['kernel']}]: {k['failures']}" for k in kernels if k["failures"]] == []
+    assert {f["family"] for f in report["fill"]} == {"reductions", "scans"}
+    assert [f for f in report["fill"] if f["programs"] < 2 * aot_check.ARCHES["sm_90"].sm_count] == []
+    gemm = [k for k in kernels if k["kernel"] == "complex_matmul_kernel" and k["tensor_core"].get("HGMMA")]
+    assert gemm and all(max(k["wgmma_waits"]) >= 1 and k["loop_round_trips"] == 0 for k in gemm)
+    assert run.returncode == 0, run.stdout[-2000:]
