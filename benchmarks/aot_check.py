@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 import warnings
 from pathlib import Path
 from typing import NamedTuple
@@ -254,13 +255,6 @@ class Launch(NamedTuple):
                      sorted(self.attrs.items()), sorted(self.options.__dict__.items())))
 
 
-class _DeviceProperties(NamedTuple):
-    multi_processor_count: int
-    major: int
-    minor: int
-    name: str
-
-
 def gpu_target(arch: Arch):
     from triton.backends.compiler import GPUTarget
 
@@ -291,7 +285,8 @@ def recording(arch: Arch):
         for config in tuner.configs:
             tuner.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
 
-    properties = _DeviceProperties(arch.sm_count, arch.capability // 10, arch.capability % 10, arch.name)
+    properties = types.SimpleNamespace(multi_processor_count=arch.sm_count, name=arch.name,
+                                       major=arch.capability // 10, minor=arch.capability % 10)
     patches = [
         (JITFunction, "run", record),
         (Autotuner, "run", record_configs),
@@ -509,38 +504,32 @@ def failures(row: dict, arch: Arch) -> list[str]:
 
 
 def summary(rows: list[dict], fills: list[dict]) -> list[dict]:
-    """One row per (arch, dtype, family)."""
+    """One row per (arch, dtype, family), keyed by the table's column titles (docs/GPU.md explains them)."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
         groups.setdefault((row["arch"], row["dtype"], row["family"]), []).append(row)
     table = []
     for (arch_name, dtype, family), kernels in groups.items():
-        arch = ARCHES[arch_name]
+        needed = FILL_PER_SM * ARCHES[arch_name].sm_count
         ok = [k for k in kernels if k["compiled"]]
-        judged = [k for k in ok if WIDTH in {j for c in k["cases"] for j in c["judge"]}]
-        store_judged = [k for k in ok if STORE_WIDTH in {j for c in k["cases"] for j in c["judge"]}]
+        judged = {name: [k for k in ok if name in {j for c in k["cases"] for j in c["judge"]}]
+                  for name in (WIDTH, STORE_WIDTH, GEMM)}
+        gemm = judged[GEMM]
         programs = [f["programs"] for f in fills if (f["arch"], f["dtype"], f["family"]) == (arch_name, dtype, family)]
-        gemm = [k for k in ok if GEMM in {j for c in k["cases"] for j in c["judge"]}]
-        core = sorted({op for k in ok for op in k["tensor_core"]})
         table.append({
-            "arch": arch_name, "dtype": dtype, "family": family,
-            "variants": len({k["variant"] for k in kernels}), "kernels": len(kernels), "compiled": len(ok),
-            "max_registers": max((k["registers"] for k in ok), default=0),
+            "arch": arch_name, "dtype": dtype, "family": family, "variants": len({k["variant"] for k in kernels}),
+            "kernels": len(kernels), "compiled": len(ok), "max regs": max((k["registers"] for k in ok), default=0),
             "spilling": sum(bool(k["spill_bytes"]) for k in ok),
-            "max_spill_bytes": max((k["spill_bytes"] for k in ok), default=0),
-            "narrowest_load_bits": min((min(k["loads"]) for k in judged if k["loads"]), default=None),
-            "narrowest_store_bits": min((min(k["stores"]) for k in store_judged if k["stores"]), default=None),
-            "min_programs_1M": min(programs, default=None),
-            "programs_needed": FILL_PER_SM * arch.sm_count if programs else None,
-            "tensor_core": "+".join(core) or "-",
-            "gemm_wgmma_waits": sorted({w for k in gemm for w in k["wgmma_waits"]}) if gemm else None,
-            "gemm_round_trips": max((k["loop_round_trips"] for k in gemm), default=None),
-            "gemm_max_registers": max((k["registers"] for k in gemm), default=None),
-            "fp64_kernels": sum(bool(k["fp64"]) for k in ok),
-            "stack_kernels": sum(bool(k["stack_bytes"]) for k in ok),
-            "failures": sum(bool(k["failures"]) for k in kernels) + sum(
-                p < FILL_PER_SM * arch.sm_count for p in programs),
-            "compile_s": round(sum(k["compile_s"] for k in kernels), 1),
+            "max spill B": max((k["spill_bytes"] for k in ok), default=0),
+            "min load bits": min((min(k["loads"]) for k in judged[WIDTH] if k["loads"]), default=None),
+            "min store bits": min((min(k["stores"]) for k in judged[STORE_WIDTH] if k["stores"]), default=None),
+            "min programs 1M+": min(programs, default=None), "needed": needed if programs else None,
+            "tensor core": "+".join(sorted({op for k in ok for op in k["tensor_core"]})) or "-",
+            "wgmma waits": sorted({w for k in gemm for w in k["wgmma_waits"]}) if gemm else None,
+            "K-loop reg->smem": max((k["loop_round_trips"] for k in gemm), default=None),
+            "GEMM regs": max((k["registers"] for k in gemm), default=None),
+            "fp64": sum(bool(k["fp64"]) for k in ok), "stack": sum(bool(k["stack_bytes"]) for k in ok),
+            "failing": sum(bool(k["failures"]) for k in kernels) + sum(p < needed for p in programs),
         })
     return table
 
@@ -553,22 +542,10 @@ def _cell(value) -> str:
     return str(value)
 
 
-SUMMARY_COLUMNS = [
-    ("arch", "arch"), ("dtype", "dtype"), ("family", "family"), ("variants", "variants"), ("kernels", "kernels"),
-    ("compiled", "compiled"), ("max_registers", "max regs"), ("spilling", "spilling"),
-    ("max_spill_bytes", "max spill B"), ("narrowest_load_bits", "min load bits"),
-    ("narrowest_store_bits", "min store bits"), ("min_programs_1M", "min programs 1M+"),
-    ("programs_needed", "needed"), ("tensor_core", "tensor core"), ("gemm_wgmma_waits", "wgmma waits"),
-    ("gemm_round_trips", "K-loop reg->smem"), ("gemm_max_registers", "GEMM regs"), ("fp64_kernels", "fp64"),
-    ("stack_kernels", "stack"), ("failures", "failing"),
-]
-
-
 def markdown_table(table: list[dict]) -> str:
-    lines = ["| " + " | ".join(title for _, title in SUMMARY_COLUMNS) + " |",
-             "|" + "---|" * len(SUMMARY_COLUMNS)]
-    lines += ["| " + " | ".join(_cell(row[key]) for key, _ in SUMMARY_COLUMNS) + " |" for row in table]
-    return "\n".join(lines)
+    titles = list(table[0]) if table else []
+    lines = ["| " + " | ".join(titles) + " |", "|" + "---|" * len(titles)]
+    return "\n".join(lines + ["| " + " | ".join(_cell(row[t]) for t in titles) + " |" for row in table])
 
 
 def kernel_lines(rows: list[dict]) -> list[str]:
@@ -621,7 +598,7 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="ComplexHalf support is experimental")
+        warnings.filterwarnings("ignore", message=".*support is experimental")  # the 16-bit complex dtypes
         rows, fills = check(arch_names, dtypes, family_names, args.subset, args.jobs)
     table = summary(rows, fills)
     missed = [f"{r['arch']} {r['dtype']} {r['family']} {r['variant']} [{r['kernel']}]: {', '.join(r['failures'])}"
