@@ -106,11 +106,14 @@ def test_compiled_sample_matches_eager(op, target):
         assert not seen, f"16-bit complex left in the graph: {sorted(seen)}"
 
 
-INDUCTOR_SUBSET = ["mul", "div.no_rounding_mode", "exp", "abs", "sum", "var", "cumsum", "addmm", "einsum", "where"]
+# Inductor's C++ compile takes seconds per graph: each op runs once, in one of the dtypes.
+INDUCTOR_SUBSET = {"mul": 0, "exp": 0, "sum": 0, "addmm": 0, "cumsum": 0, "div.no_rounding_mode": 1, "abs": 1,
+                   "var": 1, "einsum": 1, "where": 1}
+INDUCTOR_CASES = [(op, TARGETS[INDUCTOR_SUBSET[db.op_id(op)] % len(TARGETS)])
+                  for op in COMPILED_OPS if db.op_id(op) in INDUCTOR_SUBSET]
 
 
-@pytest.mark.parametrize("target", TARGETS, ids=IDS)
-@pytest.mark.parametrize("op", [o for o in COMPILED_OPS if db.op_id(o) in INDUCTOR_SUBSET], ids=db.op_id)
+@pytest.mark.parametrize("op, target", INDUCTOR_CASES, ids=[f"{db.op_id(o)}-{dtypes.NAMES[t]}" for o, t in INDUCTOR_CASES])
 def test_inductor_sample_matches_eager(op, target):
     assert _compile_and_compare(op, target, "inductor", limit=1) == 1
 

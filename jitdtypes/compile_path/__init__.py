@@ -6,13 +6,16 @@
    AOTAutograd trace every overridden op (fullgraph=True works, no graph break from 16-bit complex).
 2. Entries in Inductor's decomposition table (`decompositions.py`) that rewrite 16-bit complex ATen ops into
    fused float32 arithmetic on parts, and matrix products/FFTs into jitdtypes custom ops. Each entry returns
-   NotImplemented for other dtypes, so other compiled programs are traced as before. Importing Inductor
-   costs about a second, so the entries are added when torch._inductor.lowering is first imported (by the
-   first torch.compile), or right away if it already is.
-3. A tag in torch.compiler.config.cache_key_tag: Inductor's and AOTAutograd's on-disk caches key on the
+   NotImplemented for other dtypes, so other compiled programs are traced as before.
+3. jitdtypes' own modules on Dynamo's skip list. Its kernels are Python functions the dispatcher calls; when
+   that happens in the eager parts of a compiled function (an optimizer step, code after a graph break)
+   Dynamo would otherwise try to compile them (a complex32 Adam step then failed with RecursionError).
+4. A tag in torch.compiler.config.cache_key_tag: Inductor's and AOTAutograd's on-disk caches key on the
    Dynamo graph, which is the same with and without these decompositions, so entries made without them (or
    by another version of them) must not be reused.
 
+Importing Inductor or Dynamo costs about a second each, so 2 and 3 happen when torch._inductor.lowering and
+torch._dynamo.trace_rules are first imported (by the first torch.compile), or right away if they already are.
 Why this mechanism, and the measurements behind it: docs/COMPILE.md.
 """
 
@@ -31,7 +34,10 @@ from . import meta_kernels
 
 log = logging.getLogger("jitdtypes")
 
-_INDUCTOR_MODULE = "torch._inductor.lowering"  # imports the decomposition table and registers its fallbacks
+_INDUCTOR_LOWERING = "torch._inductor.lowering"  # imports the decomposition table and registers its fallbacks
+_DYNAMO_TRACE_RULES = "torch._dynamo.trace_rules"
+# Packages whose Python code runs inside dispatcher calls (guards, upcast path, template adapters, kernel cache)
+_OWN_PACKAGES = ("jitdtypes", "kernels_templates", "cache_tools")
 _lock = threading.Lock()
 
 
@@ -49,7 +55,8 @@ class Installation:
     def __init__(self) -> None:
         self.meta_kernels: meta_kernels.MetaKernels | None = None
         self.replaced: list[tuple[dict, object, object]] = []  # (table, overload, previous entry or None)
-        self.import_hook: _AfterImport | None = None
+        self.skipped_dirs: list[str] = []  # added to Dynamo's SKIP_DIRS
+        self.import_hooks: list[_AfterImport] = []
         self.cache_tag: str | None = None
         self.previous_cache_tag: str | None = None
 
@@ -77,17 +84,40 @@ class Installation:
                     self.replaced.append((table, overload, previous))
         log.debug("jitdtypes: %d Inductor decompositions for 16-bit complex", len(self.replaced))
 
+    def skip_own_frames(self) -> None:
+        from torch._dynamo import trace_rules
+
+        with _lock:
+            if self.skipped_dirs:
+                return
+            for package in _OWN_PACKAGES:
+                known = len(trace_rules.SKIP_DIRS)
+                trace_rules.add(package)  # appends the package's directory (even when already listed)
+                added = trace_rules.SKIP_DIRS[known:]
+                if added and added[0] in trace_rules.SKIP_DIRS[:known]:
+                    del trace_rules.SKIP_DIRS[known:]
+                else:
+                    self.skipped_dirs += added
+            trace_rules._recompile_re()
+
     def remove(self) -> None:
         with _lock:
-            if self.import_hook is not None:
-                self.import_hook.cancel()
-                self.import_hook = None
+            for hook in self.import_hooks:
+                hook.cancel()
+            self.import_hooks.clear()
             for table, overload, previous in reversed(self.replaced):
                 if previous is None:
                     table.pop(overload, None)
                 else:
                     table[overload] = previous
             self.replaced.clear()
+            if self.skipped_dirs:
+                from torch._dynamo import trace_rules
+
+                for directory in self.skipped_dirs:
+                    trace_rules.SKIP_DIRS.remove(directory)
+                trace_rules._recompile_re()
+                self.skipped_dirs = []
             config = torch.compiler.config
             if self.cache_tag is not None and getattr(config, "cache_key_tag", None) == self.cache_tag:
                 config.cache_key_tag = self.previous_cache_tag
@@ -107,10 +137,12 @@ def install(findings_by_device: dict) -> Installation:
             installation.previous_cache_tag = config.cache_key_tag
             installation.cache_tag = "+".join(t for t in (config.cache_key_tag, cache_tag()) if t)
             config.cache_key_tag = installation.cache_tag
-        if _INDUCTOR_MODULE in sys.modules:
-            installation.install_decompositions()
-        else:
-            installation.import_hook = _AfterImport(_INDUCTOR_MODULE, installation.install_decompositions)
+        for module, step in ((_INDUCTOR_LOWERING, installation.install_decompositions),
+                             (_DYNAMO_TRACE_RULES, installation.skip_own_frames)):
+            if module in sys.modules:
+                step()
+            else:
+                installation.import_hooks.append(_AfterImport(module, step))
     except BaseException:
         installation.remove()
         raise
@@ -127,7 +159,6 @@ def _chained(planar_fn, previous):
         return result
 
     decomposition.__name__ = f"jitdtypes_{getattr(planar_fn, '__name__', 'decomposition')}"
-    decomposition.jitdtypes_replaced = previous
     return decomposition
 
 
