@@ -41,42 +41,58 @@ def compile_path_installed():
 # -- words <-> float32 ------------------------------------------------------------------------------------------
 
 
-ALL_HALF_BITS = torch.arange(0, 1 << 16, dtype=torch.int32)
+def _every_16_bit_pattern(dtype) -> torch.Tensor:
+    """65536 complex values: every 16-bit pattern as the real part, the same reversed as the imaginary part."""
+    low = torch.arange(0, 1 << 16, dtype=torch.int32)
+    return (low | (low.flip(0) << 16)).view(dtype)
 
 
 def _float_patterns() -> torch.Tensor:
-    """Every 241st float32 bit pattern plus the rounding boundaries of both 16-bit formats."""
+    """Every 3856th float32 bit pattern (either sign), plus the rounding boundaries of both 16-bit formats."""
     spread = torch.arange(-(2**31), 2**31 - 1, 241 * 16, dtype=torch.int64).to(torch.int32)
-    h = ALL_HALF_BITS
+    h = torch.arange(0, 1 << 16, dtype=torch.int32)
     edges = [h << 13, (h << 13) + 0xFFF, (h << 13) + 0x1000, (h << 13) + 0x1001, (h << 16) + 0x7FFF,
              (h << 16) + 0x8000, (h << 16) + 0x8001]
     return torch.cat([spread, *edges, *(e | -(2**31) for e in edges)]).view(torch.float32)
 
 
-@pytest.mark.parametrize("device_kind", ["cpu-arithmetic", "bitcast"])
-def test_half_words_convert_exactly(device_kind):
-    to_float = bits._half_bits_to_float if device_kind == "cpu-arithmetic" else bits._half_bits_to_float_bitcast
-    to_bits = bits._float_to_half_bits if device_kind == "cpu-arithmetic" else bits._float_to_half_bits_bitcast
-    reference = ALL_HALF_BITS.to(torch.int16).view(torch.float16).float()
-    got = to_float(ALL_HALF_BITS)
-    nan = reference.isnan()
-    assert torch.equal(got.view(torch.int32)[~nan], reference.view(torch.int32)[~nan])
-    assert bool(got[nan].isnan().all())
-    floats = _float_patterns()
-    want = floats.to(torch.float16)
-    rounded = to_bits(floats).to(torch.int16).view(torch.float16)
+def _assert_same_bits(got: torch.Tensor, want: torch.Tensor) -> None:
+    """Equal bit patterns, except that any NaN matches any NaN."""
     nan = want.isnan()
-    assert torch.equal(rounded.view(torch.int16)[~nan], want.view(torch.int16)[~nan])
-    assert bool(rounded[nan].isnan().all())
+    assert torch.equal(got.isnan(), nan)
+    width = torch.int32 if want.dtype == torch.float32 else torch.int16
+    assert torch.equal(got[~nan].view(width), want[~nan].view(width))
 
 
-def test_bfloat16_words_convert_exactly():
+FORMS = [(dtype, arithmetic) for dtype in TARGETS for arithmetic in (True, False)
+         if arithmetic or dtype == torch.complex32]  # bfloat16 has one form: shifts
+
+
+@pytest.mark.parametrize("dtype, arithmetic", FORMS, ids=[f"{dtypes.NAMES[d]}-{'arithmetic' if a else 'bitcast'}"
+                                                          for d, a in FORMS])
+def test_words_convert_exactly(dtype, arithmetic):
+    z = _every_16_bit_pattern(dtype)
+    re, im = bits.unpack(z, arithmetic=arithmetic)
+    expected = torch.view_as_real(z).float()  # PyTorch's own 16-bit -> float32 conversion
+    _assert_same_bits(re, expected[:, 0])
+    _assert_same_bits(im, expected[:, 1])
     floats = _float_patterns()
-    want = floats.to(torch.bfloat16)
-    rounded = bits._float_to_bfloat16_bits(floats).to(torch.int16).view(torch.bfloat16)
-    nan = want.isnan()
-    assert torch.equal(rounded.view(torch.int16)[~nan], want.view(torch.int16)[~nan])
-    assert bool(rounded[nan].isnan().all())
+    floats = floats[: floats.numel() // 2 * 2]
+    packed = bits.pack(floats[0::2].contiguous(), floats[1::2].contiguous(), dtype, arithmetic=arithmetic)
+    rounded = torch.complex(floats[0::2], floats[1::2]).to(dtype)  # PyTorch's rounding
+    _assert_same_bits(torch.view_as_real(packed), torch.view_as_real(rounded))
+
+
+@pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
+def test_words_convert_exactly_in_inductor_code(dtype):
+    """The same through Inductor's C++ kernels: z * 1 reads and writes every pattern, f.to(dtype) rounds."""
+    import torch._inductor.lowering  # noqa: F401 - the compile path joins Inductor's table once this is loaded
+
+    z, floats = _every_16_bit_pattern(dtype), _float_patterns()
+    torch._dynamo.reset()
+    same, rounded = torch.compile(lambda z, f: (z * 1, f.to(dtype)), fullgraph=True)(z, floats)
+    _assert_same_bits(torch.view_as_real(same), torch.view_as_real(z))
+    _assert_same_bits(torch.view_as_real(rounded), torch.view_as_real(floats.to(dtype)))
 
 
 @pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
