@@ -133,14 +133,84 @@ def _log_abs(x, y):
 def _clog(x, y):
     return _log_abs(x, y), _atan2(y, x)
 ''',
+    "_quarter_turns": '''
+@triton.jit
+def _quarter_turns(a):
+    # (k mod 4, r) with a = k pi/2 + r, |r| <= pi/4, for finite a >= 4, exactly (Payne-Hanek on integers): a is
+    # m 2^(e - 158) with m its mantissa in 32 bits and e its biased exponent, 2/pi is T 2^-192 with T the 192-bit
+    # integer whose 32-bit words multiply m below, so a * 2/pi = (m T) 2^(e - 350): the 64 bits of m T from bit
+    # 288 - e up are k mod 4 and 62 bits of fraction.
+    bits = a.to(tl.uint32, bitcast=True)
+    e = (bits >> 23).to(tl.int32)
+    m = ((bits << 8) | 0x80000000).to(tl.uint64)
+    low32 = 0xFFFFFFFF
+    product = m * 0x3C439041
+    r0 = product & low32
+    product = (product >> 32) + m * 0xDB629599
+    r1 = product & low32
+    product = (product >> 32) + m * 0xF534DDC0
+    r2 = product & low32
+    product = (product >> 32) + m * 0xFC2757D1
+    r3 = product & low32
+    product = (product >> 32) + m * 0x4E441529
+    r4 = product & low32
+    product = (product >> 32) + m * 0xA2F9836E
+    r5 = product & low32
+    r6 = product >> 32
+    start = 288 - e
+    word = tl.minimum(start >> 5, 4)
+    shift = (start & 31).to(tl.uint64)
+    lowest = tl.where(word == 1, r1, tl.where(word == 2, r2, tl.where(word == 3, r3, tl.where(word == 4, r4, r0))))
+    middle = tl.where(word == 1, r2, tl.where(word == 2, r3, tl.where(word == 3, r4, tl.where(word == 4, r5, r1))))
+    highest = tl.where(word == 1, r3, tl.where(word == 2, r4, tl.where(word == 3, r5, tl.where(word == 4, r6, r2))))
+    window = ((middle << 32) | lowest) >> shift
+    window = window | tl.where(shift == 0, 0, highest << ((64 - shift) & 63))
+    quadrant = (window >> 62).to(tl.int32)
+    fraction = window & 0x3FFFFFFFFFFFFFFF
+    up = fraction >= 0x2000000000000000
+    signed = fraction.to(tl.int64) - tl.where(up, 0x4000000000000000, 0)
+    turns = (signed >> 31).to(tl.float32) * 4.656612873077393e-10 + (signed & 0x7FFFFFFF).to(tl.float32) * 2.168404344971009e-19
+    return tl.where(up, quadrant + 1, quadrant), turns * 1.5707963267948966
+''',
+    "_sincos": '''
+@triton.jit
+def _sincos(v):
+    # (sin v, cos v) to a few fp32 ulps without libdevice, whose sin/cos compute huge arguments in fp64 with a
+    # table in local memory (and made ptxas spill on the common path). a = |v| is reduced by k quarter turns: for
+    # a <= 800 (k < 2^9) with pi/2 in three parts of 15 significant bits, so that every k * part is exact in fp32
+    # without an FMA (the interpreter has none); past that, by _quarter_turns, which a block runs only when it
+    # holds such an argument. Taylor polynomials on |r| <= pi/4 are within an fp32 ulp.
+    a = tl.abs(v)
+    k = tl.floor(a * 0.6366197723675814 + 0.5)
+    r = ((a - k * 1.57080078125) + k * 4.454515874385834e-06) - k * 6.077272018956137e-11
+    quadrant = k.to(tl.int32)
+    if tl.max(a) > 800.0:
+        huge_quadrant, huge_r = _quarter_turns(a)
+        huge = a > 800.0
+        quadrant = tl.where(huge, huge_quadrant, quadrant)
+        r = tl.where(huge, huge_r, r)
+    x = r * r
+    s = r + r * x * (-0.16666666666666666 + x * (0.008333333333333333 + x * (-0.0001984126984126984 + x * (
+        2.7557319223985893e-06))))
+    c = 1.0 + x * (-0.5 + x * (0.041666666666666664 + x * (-0.001388888888888889 + x * (
+        2.48015873015873e-05 - x * 2.755731922398589e-07))))
+    odd = (quadrant & 1) != 0
+    sin = tl.where(odd, c, s)
+    cos = tl.where(odd, s, c)
+    sin = tl.where((quadrant & 2) != 0, -sin, sin)
+    cos = tl.where(((quadrant + 1) & 2) != 0, -cos, cos)
+    finite = a < float("inf")
+    return tl.where(finite, tl.where(_sign_bit(v), -sin, sin), float("nan")), tl.where(finite, cos, float("nan"))
+''',
     "_cexp": '''
 @triton.jit
 def _cexp(x, y):
     # e^x applied in two halves, so e^x cos(y) stays finite where e^x alone overflows; exp of a real
     # number stays real (and keeps the sign of its zero imaginary part) even when e^x is inf.
     half = tl.exp(0.5 * x)
-    re = (half * tl.cos(y)) * half
-    im = (half * tl.sin(y)) * half
+    sin, cos = _sincos(y)
+    re = (half * cos) * half
+    im = (half * sin) * half
     return re, tl.where(y == 0.0, y, im)
 ''',
     "_cmul": '''

@@ -96,12 +96,13 @@ def _ctanh(x, y):
     em1 = _expm1(ax)
     s = 0.5 * (em1 + em1 / (em1 + 1.0))
     s = tl.where(_sign_bit(x), -s, s)
-    t = tl.sin(y) / tl.cos(y)
+    sin, cos = _sincos(y)
+    t = sin / cos
     beta = 1.0 + t * t
     den = 1.0 + beta * s * s
     large = ax > 9.0
     re = tl.where(large, tl.where(_sign_bit(x), -1.0, 1.0), beta * tl.sqrt(1.0 + s * s) * s / den)
-    im = tl.where(large, 4.0 * tl.sin(y) * tl.cos(y) * tl.exp(-2.0 * ax), t / den)
+    im = tl.where(large, 4.0 * sin * cos * tl.exp(-2.0 * ax), t / den)
     return re, im
 ''',
     "_asinh": '''
@@ -159,8 +160,9 @@ OPS = {
     "exp": "out_re, out_im = _cexp(self_re, self_im)",
     "expm1": """
 # Re = e^x cos y - 1 = expm1(x) cos y - 2 sin^2(y/2): no cancellation near 0.
-half_sin = tl.sin(0.5 * self_im)
-out_re = _expm1(self_re) * tl.cos(self_im) - 2.0 * half_sin * half_sin
+half_sin, _ = _sincos(0.5 * self_im)
+_, cos_y = _sincos(self_im)
+out_re = _expm1(self_re) * cos_y - 2.0 * half_sin * half_sin
 _, out_im = _cexp(self_re, self_im)
 """,
     "log": "out_re, out_im = _clog(self_re, self_im)",
@@ -183,13 +185,15 @@ out_re, out_im = _creciprocal(root_re, root_im)
     "reciprocal": "out_re, out_im = _creciprocal(self_re, self_im)",
     "sin": """
 # sin z = sin x cosh y + i cos x sinh y; sin(+-0) cosh y stays +-0 even where cosh y overflows.
-sinh_cos, cosh_sin = _sinh_cosh_times(self_im, tl.cos(self_re), tl.sin(self_re))
+sin_x, cos_x = _sincos(self_re)
+sinh_cos, cosh_sin = _sinh_cosh_times(self_im, cos_x, sin_x)
 out_re = tl.where(self_re == 0.0, self_re, cosh_sin)
 out_im = sinh_cos
 """,
     "cos": """
 # cos z = cos x cosh y - i sin x sinh y; for x = +-0 the imaginary part is a signed zero.
-sinh_sin, cosh_cos = _sinh_cosh_times(self_im, tl.sin(self_re), tl.cos(self_re))
+sin_x, cos_x = _sincos(self_re)
+sinh_sin, cosh_cos = _sinh_cosh_times(self_im, sin_x, cos_x)
 out_re = cosh_cos
 out_im = tl.where(self_re == 0.0, -(self_re * self_im), -sinh_sin)
 """,
@@ -201,13 +205,15 @@ out_im = -tanh_re
 """,
     "sinh": """
 # sinh z = sinh x cos y + i cosh x sin y; for y = +-0 the imaginary part is y.
-sinh_cos, cosh_sin = _sinh_cosh_times(self_re, tl.cos(self_im), tl.sin(self_im))
+sin_y, cos_y = _sincos(self_im)
+sinh_cos, cosh_sin = _sinh_cosh_times(self_re, cos_y, sin_y)
 out_re = sinh_cos
 out_im = tl.where(self_im == 0.0, self_im, cosh_sin)
 """,
     "cosh": """
 # cosh z = cosh x cos y + i sinh x sin y; for y = +-0 the imaginary part is a zero signed like x y.
-sinh_sin, cosh_cos = _sinh_cosh_times(self_re, tl.sin(self_im), tl.cos(self_im))
+sin_y, cos_y = _sincos(self_im)
+sinh_sin, cosh_cos = _sinh_cosh_times(self_re, sin_y, cos_y)
 out_re = cosh_cos
 out_im = tl.where(self_im == 0.0, self_re * self_im, sinh_sin)
 """,
@@ -232,8 +238,9 @@ out_im = -asin_re
 # 1 / (1 + e^-z) for Re z >= 0 and e^z / (1 + e^z) below: the exponential never exceeds 1 in magnitude.
 negative = self_re < 0.0
 decay = tl.exp(-tl.abs(self_re))
-exp_re = decay * tl.cos(self_im)
-exp_im = tl.where(negative, decay, -decay) * tl.sin(self_im)
+sin_y, cos_y = _sincos(self_im)
+exp_re = decay * cos_y
+exp_im = tl.where(negative, decay, -decay) * sin_y
 out_re, out_im = _cdiv(tl.where(negative, exp_re, 1.0), tl.where(negative, exp_im, 0.0), 1.0 + exp_re, exp_im)
 """,
     "abs": "out = _hypot(self_re, self_im)",

@@ -97,6 +97,19 @@ def test_wide_range_and_near_special_points(load, op, dtype):
     assert_close(actual[keep], expected[keep], dtype, ulps=1)
 
 
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_sine_and_cosine_reduce_large_arguments_exactly(load, dtype):
+    """exp(iy) = cos y + i sin y out to the dtype's largest y: past |y| = 800 the kernels reduce y on its integer
+    bits, in blocks that mix such arguments with small ones."""
+    top = 38.5 if dtype == "bcomplex32" else 4.8
+    y = torch.logspace(-3, top, 300, dtype=torch.float64)
+    y = torch.cat([y, -y, torch.tensor([0.0, -0.0, 799.5, 800.5, 804.0, 1e4])])
+    x, exact = rounded(1j * y, dtype)
+    assert_close(load("unary")(params("exp", dtype))(x), torch.exp(exact), dtype, ulps=1)
+    special, _ = rounded([complex(0, float("inf")), complex(0, float("nan"))], dtype)
+    assert torch.isnan(torch.view_as_real(load("unary")(params("exp", dtype))(special))).all()
+
+
 # Points on every branch cut, approached from both sides through the sign of a zero part.
 CUT_POINTS = [complex(r, z) for r in (-2.0, -0.5, 0.5, 2.0) for z in (0.0, -0.0)]
 CUT_POINTS += [complex(z, i) for i in (-2.0, -0.5, 0.5, 2.0) for z in (0.0, -0.0)]
