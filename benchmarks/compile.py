@@ -1,0 +1,254 @@
+"""torch.compile on 16-bit complex: four programs, each timed four ways (and a fifth), with first-call times.
+
+Programs: an elementwise chain and a reduction chain over 256x4096 elements, an FNO-style spectral
+convolution (rfft -> mix 64 modes -> irfft, forward and backward), and one Adam step of a complex linear layer
+(forward, backward, update). Ways: eager jitdtypes, compiled jitdtypes (torch.compile, default Inductor
+backend), the compiled in-tree torch._subclasses.complex_tensor.ComplexTensor (float16 parts, so complex32
+only; it has no FFT), and the program compiled in complex64/float32. Each in complex32 and bcomplex32, on CPU
+and, when present, CUDA (plus the elementwise chains' bandwidth against a plain copy there).
+
+Timing: rounds of calls interleaved across the ways; per way the fastest call (least disturbed by other load
+on the machine) and the median. First-call times are measured with Inductor's caches disabled (the first
+compile in the process also pays for loading Inductor and the C++ toolchain).
+
+    python -m benchmarks.compile [--rounds 7] [--calls 5]     # CSV in benchmarks/results/compile.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import jitdtypes
+from jitdtypes import dtypes
+
+from benchmarks.common import write_rows
+
+WAYS = ("eager jitdtypes", "compiled jitdtypes", "compiled ComplexTensor", "compiled complex64",
+        "ComplexTensor + conversion")
+SIZE = (256, 4096)
+
+
+def _complex_tensor_class():
+    try:
+        from torch._subclasses.complex_tensor import ComplexTensor
+    except ImportError:
+        return None
+    return ComplexTensor
+
+
+# -- the programs ---------------------------------------------------------------------------------------------
+
+
+def elementwise_chain(a, b):
+    return (a * b + a).exp() / (b + 2)
+
+
+def reduction_chain(a, b):
+    return ((a * b + a).exp() / (b + 2)).sum(-1).mean()
+
+
+def spectral_conv(x, weights):
+    spectrum = torch.fft.rfft(x)
+    modes = weights.shape[-1]
+    mixed = torch.einsum("bim,iom->bom", spectrum[..., :modes], weights)
+    out = torch.zeros(x.shape[0], weights.shape[1], x.shape[-1] // 2 + 1, dtype=mixed.dtype, device=x.device)
+    out[..., :modes] = mixed
+    return torch.fft.irfft(out, n=x.shape[-1]).float().pow(2).mean()
+
+
+def _chain_inputs(dtype, device):
+    torch.manual_seed(0)
+    return [torch.randn(*SIZE, dtype=torch.complex64, device=device).to(dtype) for _ in range(2)]
+
+
+def _as_complex_tensor(t):
+    return _complex_tensor_class()(torch.real(t).contiguous(), torch.imag(t).contiguous())
+
+
+def _chain_way(program):
+    def build(way, dtype, device):
+        a, b = _chain_inputs(dtype, device)
+        if "ComplexTensor" in way:
+            if _complex_tensor_class() is None or dtype != torch.complex32:
+                return None, "float16 parts only" if _complex_tensor_class() else "not in this torch"
+            compiled = torch.compile(program, fullgraph=True)
+            if way == "ComplexTensor + conversion":
+                return (lambda: compiled(_as_complex_tensor(a), _as_complex_tensor(b)).as_interleaved()), None
+            a, b = _as_complex_tensor(a), _as_complex_tensor(b)
+            return (lambda: compiled(a, b)), None
+        if way == "compiled complex64":
+            a, b = a.to(torch.complex64), b.to(torch.complex64)
+        fn = program if way == "eager jitdtypes" else torch.compile(program, fullgraph=True)
+        return (lambda: fn(a, b)), None
+
+    return build
+
+
+def _spectral_build(way, dtype, device):
+    if "ComplexTensor" in way:
+        return None, "no FFT"
+    torch.manual_seed(0)
+    wide = way == "compiled complex64"
+    x = torch.randn(8, 16, 1024, device=device)
+    weights = torch.randn(16, 16, 64, dtype=torch.complex64, device=device) * 0.1
+    if not wide:
+        x, weights = x.to(dtypes.REAL_OF[dtype]), weights.to(dtype)
+    x.requires_grad_()
+    weights.requires_grad_()
+    fn = spectral_conv if way == "eager jitdtypes" else torch.compile(spectral_conv, fullgraph=True)
+
+    def forward_backward():
+        fn(x, weights).backward()
+
+    return forward_backward, None
+
+
+def _optimizer_build(way, dtype, device):
+    if "ComplexTensor" in way:
+        return None, "no autograd/optimizer support"
+    torch.manual_seed(0)
+    wide = way == "compiled complex64"
+    layer = torch.nn.Linear(256, 256, dtype=torch.complex64, device=device)
+    x = torch.randn(256, 256, dtype=torch.complex64, device=device)
+    target = torch.randn(256, 256, dtype=torch.complex64, device=device)
+    if not wide:
+        layer, x, target = layer.to(dtype), x.to(dtype), target.to(dtype)
+    optimizer = torch.optim.Adam(layer.parameters(), lr=1e-3, eps=1e-3)
+
+    def step():
+        optimizer.zero_grad()
+        loss = (layer(x) - target).abs().pow(2).mean()
+        (loss * 1024).backward()
+        optimizer.step()
+
+    return (step if way == "eager jitdtypes" else torch.compile(step)), None
+
+
+PROGRAMS = {
+    "elementwise chain": _chain_way(elementwise_chain),
+    "reduction chain": _chain_way(reduction_chain),
+    "spectral conv fwd+bwd": _spectral_build,
+    "Adam step (complex linear)": _optimizer_build,
+}
+
+
+# -- timing -------------------------------------------------------------------------------------------------------
+
+
+def _sync(device):
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def _timed(fn, device) -> float:
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    return time.perf_counter() - start
+
+
+def measure(program: str, dtype, device: str, rounds: int, calls: int) -> list[dict]:
+    """One row per way: fastest and median call, first call (compile for the compiled ways)."""
+    runs, rows = {}, []
+    for way in WAYS:
+        torch._dynamo.reset()
+        fn, reason = PROGRAMS[program](way, dtype, device)
+        row = {"device": device, "program": program, "dtype": dtypes.NAMES[dtype], "way": way}
+        if fn is None:
+            rows.append({**row, "note": reason})
+            continue
+        try:
+            row["first_call_s"] = round(_timed(fn, device), 2)
+            fn()
+        except Exception as exc:  # a way that cannot run this program is reported, not fatal
+            rows.append({**row, "note": f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"})
+            continue
+        runs[way] = (fn, [])
+        rows.append(row)
+    for _ in range(rounds):  # interleaved, so that load on the machine hits every way alike
+        for fn, samples in runs.values():
+            samples.extend(_timed(fn, device) for _ in range(calls))
+    for row in rows:
+        if row["way"] in runs:
+            samples = runs[row["way"]][1]
+            row["min_ms"] = round(min(samples) * 1e3, 3)
+            row["median_ms"] = round(statistics.median(samples) * 1e3, 3)
+    eager = next((r.get("min_ms") for r in rows if r["way"] == "eager jitdtypes"), None)
+    for row in rows:
+        if eager and row.get("min_ms"):
+            row["speedup_vs_eager"] = round(eager / row["min_ms"], 2)
+    return rows
+
+
+def copy_bandwidth_row(dtype, device: str, rounds: int) -> dict:
+    """GB/s of the compiled elementwise chain (2 complex inputs read, 1 written) against a device copy."""
+    a, b = _chain_inputs(dtype, device)
+    torch._dynamo.reset()
+    chain = torch.compile(elementwise_chain, fullgraph=True)
+    chain(a, b)
+    moved = 3 * a.numel() * a.element_size()
+    chain_s = min(_timed(lambda: chain(a, b), device) for _ in range(rounds * 5))
+    copy_s = min(_timed(lambda: a.clone(), device) for _ in range(rounds * 5))
+    chain_gbs, copy_gbs = moved / chain_s / 1e9, 2 * a.numel() * a.element_size() / copy_s / 1e9
+    return {"device": device, "program": "elementwise chain bandwidth", "dtype": dtypes.NAMES[dtype],
+            "way": "compiled jitdtypes", "GB_per_s": round(chain_gbs, 1), "copy_GB_per_s": round(copy_gbs, 1),
+            "percent_of_copy": round(100 * chain_gbs / copy_gbs, 1)}
+
+
+def _print_table(rows: list[dict]) -> None:
+    for device in dict.fromkeys(r["device"] for r in rows):
+        print(f"\n{device}: fastest call in ms (speedup vs eager jitdtypes); first call (compile) in s")
+        header = f"{'program':28} {'dtype':11}" + "".join(f"{w:>28}" for w in WAYS)
+        print(header)
+        keys = dict.fromkeys((r["program"], r["dtype"]) for r in rows if r["device"] == device and "way" in r)
+        for program, dtype in keys:
+            if program.endswith("bandwidth"):
+                continue
+            cells = []
+            for way in WAYS:
+                row = next((r for r in rows if (r["device"], r["program"], r["dtype"], r["way"]) ==
+                            (device, program, dtype, way)), {})
+                if "min_ms" in row:
+                    cells.append(f"{row['min_ms']:9.2f} ({row.get('speedup_vs_eager', 0):5.2f}x) {row['first_call_s']:6.1f}s")
+                else:
+                    cells.append(f"n/a: {row.get('note', '')}"[:27])
+            print(f"{program:28} {dtype:11}" + "".join(f"{c:>28}" for c in cells))
+        for r in rows:
+            if r["device"] == device and r["program"].endswith("bandwidth"):
+                print(f"{r['program']} {r['dtype']}: {r['GB_per_s']} GB/s, copy {r['copy_GB_per_s']} GB/s "
+                      f"({r['percent_of_copy']}%)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--calls", type=int, default=5)
+    parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated program names")
+    args = parser.parse_args()
+    assert jitdtypes.is_enabled(), "the benchmark measures jitdtypes: unset JITDTYPES_DISABLE"
+    if getattr(jitdtypes, "_compile_path", None) is None:  # until jitdtypes.enable() installs it
+        from jitdtypes import compile_path
+
+        compile_path.install({device: found.findings for device, found in jitdtypes._discoveries.items()})
+    import torch._inductor.config
+
+    torch._inductor.config.force_disable_caches = True  # first calls are real compiles
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    rows = []
+    for device in devices:
+        for program in args.programs.split(","):
+            for dtype in dtypes.COMPLEX_TARGETS:
+                rows += measure(program, dtype, device, args.rounds, args.calls)
+        if device == "cuda":
+            rows += [copy_bandwidth_row(dtype, device, args.rounds) for dtype in dtypes.COMPLEX_TARGETS]
+    _print_table(rows)
+    print("\nrows appended to", write_rows("compile", rows))
+
+
+if __name__ == "__main__":
+    main()
