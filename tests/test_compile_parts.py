@@ -83,6 +83,16 @@ def test_words_convert_exactly(dtype, arithmetic):
     _assert_same_bits(torch.view_as_real(packed), torch.view_as_real(rounded))
 
 
+def test_complex64_words_round_trip_bit_for_bit():
+    torch.manual_seed(0)
+    words = torch.randint(-(2**62), 2**62, (4096,), dtype=torch.int64)
+    z = words.view(torch.complex64)
+    re, im = bits.unpack(z)
+    _assert_same_bits(re, torch.view_as_real(z)[:, 0])
+    _assert_same_bits(im, torch.view_as_real(z)[:, 1])
+    assert torch.equal(bits.pack(re, im, torch.complex64).view(torch.int64), words)
+
+
 @pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
 def test_words_convert_exactly_in_inductor_code(dtype):
     """The same through Inductor's C++ kernels: z * 1 reads and writes every pattern, f.to(dtype) rounds."""

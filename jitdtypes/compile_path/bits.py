@@ -2,7 +2,8 @@
 
 A complex32/bcomplex32 element is 4 bytes: the real part's 16 bits in the low half of a little-endian 32-bit
 word, the imaginary part's in the high half. Compiled code reads and writes whole int32 words, so every load
-and store is contiguous, and does the arithmetic in float32.
+and store is contiguous, and does the arithmetic in float32. complex64 values met on the way (what upcast
+FFTs return, promotions with float32) are read and written the same way, as int64 words of two floats.
 
 Why words and not `view_as_real(x)[..., 0]`: Inductor's C++ backend stops vectorizing a loop once more than
 12% of its loads/stores are strided (`KernelOpStats.OVERHEAD_RATIO_THRESHOLD`), and it never vectorizes
@@ -30,33 +31,44 @@ _LITTLE_ENDIAN = sys.byteorder == "little"
 
 def supported(dtype: torch.dtype) -> bool:
     """Whether tensors of `dtype` can be read and written as words here (the layout assumes little endian)."""
-    return _LITTLE_ENDIAN and dtype in dtypes.REAL_OF
+    return _LITTLE_ENDIAN and (dtype in dtypes.REAL_OF or dtype == torch.complex64)
 
 
 def unpack(x: torch.Tensor, arithmetic: bool | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """float32 (re, im) of a complex32/bcomplex32 tensor of any strides, lazy conj/neg flags included.
-    `arithmetic`: int32/float32 ops only (default on CPU) rather than int16 bitcasts."""
+    """float32 (re, im) of a complex32/bcomplex32/complex64 tensor of any strides, lazy conj/neg flags
+    included. `arithmetic`: for complex32, int32/float32 ops only (default on CPU) rather than int16 bitcasts."""
     conj, neg = x.is_conj(), x.is_neg()
     raw = x.conj() if conj else x  # strips the flag: a view of the same storage
     raw = torch._neg_view(raw) if neg else raw
-    words = raw.view(_INT32)
-    if x.dtype == torch.complex32:
-        if x.device.type == "cpu" if arithmetic is None else arithmetic:
-            re = _half_to_float((words << 13) & _HALF_BITS_AT_FLOAT32, (words << 16) & _SIGN)
-            im = _half_to_float((words >> 3) & _HALF_BITS_AT_FLOAT32, words & _SIGN)
-        else:
-            re = words.to(torch.int16).view(torch.float16).to(_FLOAT32)
-            im = (words >> 16).to(torch.int16).view(torch.float16).to(_FLOAT32)
-    else:  # bfloat16 is the top half of a float32: shifting the word is the conversion
-        re, im = (words << 16).view(_FLOAT32), (words & -65536).view(_FLOAT32)
+    if x.dtype == torch.complex64:
+        words = raw.view(torch.int64)
+        re, im = words.to(_INT32).view(_FLOAT32), (words >> 32).to(_INT32).view(_FLOAT32)  # to(): low 32 bits
+    else:
+        arithmetic = x.device.type == "cpu" if arithmetic is None else arithmetic
+        re, im = _unpack_16_bit(raw.view(_INT32), x.dtype, arithmetic)
     if neg:
         re, im = -re, -im
     return re, (-im if conj else im)
 
 
+def _unpack_16_bit(words: torch.Tensor, dtype: torch.dtype, arithmetic: bool):
+    if dtype == torch.complex32:
+        if arithmetic:
+            re = _half_to_float((words << 13) & _HALF_BITS_AT_FLOAT32, (words << 16) & _SIGN)
+            im = _half_to_float((words >> 3) & _HALF_BITS_AT_FLOAT32, words & _SIGN)
+            return re, im
+        re = words.to(torch.int16).view(torch.float16).to(_FLOAT32)
+        return re, (words >> 16).to(torch.int16).view(torch.float16).to(_FLOAT32)
+    # bfloat16 is the top half of a float32: shifting the word is the conversion
+    return (words << 16).view(_FLOAT32), (words & -65536).view(_FLOAT32)
+
+
 def pack(re: torch.Tensor, im: torch.Tensor, dtype: torch.dtype, arithmetic: bool | None = None) -> torch.Tensor:
-    """The complex32/bcomplex32 tensor with parts re, im (float32, same shape), rounded to nearest even."""
+    """The complex32/bcomplex32/complex64 tensor with parts re, im (float32, same shape), rounded to nearest
+    even."""
     re_bits, im_bits = re.view(_INT32), im.view(_INT32)
+    if dtype == torch.complex64:
+        return ((re_bits.to(torch.int64) & 0xFFFFFFFF) | (im_bits.to(torch.int64) << 32)).view(dtype)
     if dtype == torch.complex32:
         if re.device.type == "cpu" if arithmetic is None else arithmetic:
             low = _float_to_half_magnitude(re) | ((re_bits >> 16) & 0x8000)
