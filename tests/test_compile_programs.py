@@ -150,6 +150,33 @@ def test_program_matches_eager_forward_and_backward(name, dtype):
     _assert_same_as_eager(name, dtype, "aot_eager_decomp_partition")
 
 
+EDGE_CASES = {
+    "conjugated input": (lambda a, b: a * b + 1, lambda d: (_complex(d, 6, 5).conj(), _complex(d, 6, 5)), False),
+    "transposed inputs": (lambda a, b: (a * b).exp(), lambda d: (_complex(d, 6, 5).t(), _complex(d, 6, 5).t()), False),
+    "zero-dim input": (lambda a, b: a * b.sum(), lambda d: (_complex(d, 6, 5)[0, 0], _complex(d, 6, 5)), False),
+    "outputs aliasing inputs": (lambda a: (a.t(), a * 2, a[1]), lambda d: (_complex(d, 6, 5),), False),
+    "dynamic shapes": (lambda a, b: (a * b + a).exp().sum(0), lambda d: (_complex(d, 6, 5), _complex(d, 6, 5)), True),
+    "complex64 made from it": (lambda a, b: (a * b.to(torch.complex64)).sum(), lambda d: (_complex(d, 6, 5),) * 2, False),
+    "float32 promotes to complex64": (lambda a: a * torch.ones(5), lambda d: (_complex(d, 6, 5),), False),
+    "complex Python numbers": (lambda a: a * (2 + 3j) + 1j, lambda d: (_complex(d, 6, 5),), False),
+}
+
+
+@pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
+@pytest.mark.parametrize("name", EDGE_CASES)
+def test_edge_case_matches_eager(name, dtype):
+    program, make_args, dynamic = EDGE_CASES[name]
+    torch.manual_seed(0)
+    args = make_args(dtype)
+    torch._dynamo.reset()
+    got = torch.compile(program, backend="aot_eager_decomp_partition", fullgraph=True, dynamic=dynamic)(*args)
+    want = program(*args)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for g, w in zip(got, want):
+        assert (g.dtype, g.shape) == (w.dtype, w.shape)
+        assert _relative_error(g, w) <= TOLERANCE[dtype], name
+
+
 # Inductor's C++ compile takes seconds per program: each program runs once, in one of the dtypes.
 INDUCTOR_CASES = [("spectral_conv_1d", torch.complex32), ("in_place_updates", dtypes.BCOMPLEX32 or torch.complex32)]
 

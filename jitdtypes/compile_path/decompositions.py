@@ -75,8 +75,17 @@ def _unary(overload, formula):
     TABLE[overload] = decomposition
 
 
+@_register(aten._conj.default)
+def _conj_view(x):
+    # On a conj-flagged tensor _conj clears the flag: that view is how parts() reads such a tensor's storage,
+    # so it stays an ATen op (decomposing it would ask parts() for the same tensor again).
+    if x.is_conj() or not _complex_input(x):
+        return NotImplemented
+    return _planar(F.conj, x)
+
+
 for _overload, _formula in [
-    (aten.neg.default, F.neg), (aten._conj.default, F.conj), (aten.conj_physical.default, F.conj),
+    (aten.neg.default, F.neg), (aten.conj_physical.default, F.conj),
     (aten._conj_physical.default, F.conj), (aten.reciprocal.default, F.reciprocal), (aten.exp.default, F.exp),
     (aten.exp2.default, F.exp2), (aten.expm1.default, F.expm1), (aten.log.default, F.log),
     (aten.log2.default, F.log2), (aten.log10.default, F.log10), (aten.log1p.default, F.log1p),
