@@ -177,6 +177,36 @@ def test_edge_case_matches_eager(name, dtype):
         assert _relative_error(g, w) <= TOLERANCE[dtype], name
 
 
+def _positive_definite(dtype):
+    m = torch.randn(4, 4, dtype=torch.complex64)
+    return (m @ m.mH + 4 * torch.eye(4)).to(dtype)
+
+
+# Linear algebra stays an ATen node in the graph, run by jitdtypes' eager kernels; fake tensors must agree.
+LINALG = {
+    "inv": (lambda a: torch.linalg.inv(a) * 2, lambda d: (_positive_definite(d),)),
+    "solve": (lambda a, b: torch.linalg.solve(a, b).exp(), lambda d: (_positive_definite(d), _complex(d, 4, 4))),
+    "det": (lambda a: torch.linalg.det(a) + 1, lambda d: (_positive_definite(d),)),
+    "svdvals": (lambda a: torch.linalg.svdvals(a) * 2, lambda d: (_complex(d, 4, 4),)),
+    "eigh": (lambda a: torch.linalg.eigh(a)[0] + 1, lambda d: (_positive_definite(d),)),
+    "cholesky": (lambda a: torch.linalg.cholesky(a) @ a, lambda d: (_positive_definite(d),)),
+    "matrix_norm": (lambda a: torch.linalg.matrix_norm(a) * a, lambda d: (_complex(d, 4, 4),)),
+}
+
+
+@pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
+@pytest.mark.parametrize("name", LINALG)
+def test_linear_algebra_compiles_without_graph_break(name, dtype):
+    program, make_args = LINALG[name]
+    torch.manual_seed(0)
+    args = make_args(dtype)
+    torch._dynamo.reset()
+    got = torch.compile(program, backend="aot_eager_decomp_partition", fullgraph=True)(*args)
+    want = program(*args)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    assert _relative_error(got, want) <= TOLERANCE[dtype], name
+
+
 # Inductor's C++ compile takes seconds per program: each program runs once, in one of the dtypes.
 INDUCTOR_CASES = [("spectral_conv_1d", torch.complex32), ("in_place_updates", dtypes.BCOMPLEX32 or torch.complex32)]
 
