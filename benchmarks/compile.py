@@ -2,7 +2,8 @@
 
 Programs: an elementwise chain and a reduction chain over 256x4096 elements, an FNO-style spectral
 convolution (rfft -> mix 64 modes -> irfft, forward and backward), and one Adam step of a complex linear layer
-(forward, backward, update). Ways: eager jitdtypes, compiled jitdtypes (torch.compile, default Inductor
+(forward, backward, update); with neuraloperator importable, also its SpectralConv in "half" precision
+(complex32). Ways: eager jitdtypes, compiled jitdtypes (torch.compile, default Inductor
 backend), the compiled in-tree torch._subclasses.complex_tensor.ComplexTensor (float16 parts, so complex32
 only; it has no FFT), and the program compiled in complex64/float32. Each in complex32 and bcomplex32, on CPU
 and, when present, CUDA (plus the elementwise chains' bandwidth against a plain copy there).
@@ -128,12 +129,39 @@ def _optimizer_build(way, dtype, device):
     return (step if way == "eager jitdtypes" else torch.compile(step)), None
 
 
+def _neuralop_build(way, dtype, device):
+    """neuraloperator's SpectralConv (a real client, if installed): fno_block_precision="half" runs its FFTs
+    and mode mixing in complex32; complex64 is its "full" precision."""
+    from neuralop.layers.spectral_convolution import SpectralConv
+
+    if "ComplexTensor" in way or dtype != torch.complex32:
+        return None, "no such mode in the client"
+    torch.manual_seed(0)
+    precision = "full" if way == "compiled complex64" else "half"
+    conv = SpectralConv(16, 16, n_modes=(16, 16), fno_block_precision=precision).to(device)
+    x = torch.randn(8, 16, 64, 64, device=device)
+    loss = lambda: conv(x).float().pow(2).mean()  # noqa: E731
+    fn = loss if way == "eager jitdtypes" else torch.compile(loss)
+
+    def forward_backward():
+        conv.zero_grad()
+        fn().backward()
+
+    return forward_backward, None
+
+
 PROGRAMS = {
     "elementwise chain": _chain_way(elementwise_chain),
     "reduction chain": _chain_way(reduction_chain),
     "spectral conv fwd+bwd": _spectral_build,
     "Adam step (complex linear)": _optimizer_build,
 }
+try:
+    import neuralop  # noqa: F401 - optional: pip install --no-deps --target DIR neuraloperator (+ its deps)
+
+    PROGRAMS["neuralop SpectralConv fwd+bwd"] = _neuralop_build
+except ImportError:
+    pass
 
 
 # -- timing -------------------------------------------------------------------------------------------------------
