@@ -79,7 +79,7 @@ def _unary(overload, formula):
 def _conj_view(x):
     # On a conj-flagged tensor _conj clears the flag: that view is how parts() reads such a tensor's storage,
     # so it stays an ATen op (decomposing it would ask parts() for the same tensor again).
-    if x.is_conj() or not _complex_input(x):
+    if not _complex_input(x) or x.is_conj():
         return NotImplemented
     return _planar(F.conj, x)
 
