@@ -185,7 +185,7 @@ def _where(condition, x, y):
 
     def formula(a, b):
         re = torch.where(condition, a[0], b[0])
-        return re, torch.where(condition, F._zero_im(a[1]), F._zero_im(b[1]))
+        return re, torch.where(condition, F.imag_or_zero(a[1]), F.imag_or_zero(b[1]))
 
     return _planar(formula, x, y, dtype=_result_dtype(x, y))
 
@@ -219,9 +219,9 @@ _predicate(aten.isnan.default, lambda x: torch.isnan(x[0]) | torch.isnan(x[1]))
 _predicate(aten.isinf.default, lambda x: torch.isinf(x[0]) | torch.isinf(x[1]))
 _predicate(aten.isfinite.default, lambda x: torch.isfinite(x[0]) & torch.isfinite(x[1]))
 for _overload in (aten.eq.Tensor, aten.eq.Scalar):
-    _predicate(_overload, lambda x, y: (x[0] == y[0]) & (F._zero_im(x[1]) == F._zero_im(y[1])))
+    _predicate(_overload, lambda x, y: (x[0] == y[0]) & (F.imag_or_zero(x[1]) == F.imag_or_zero(y[1])))
 for _overload in (aten.ne.Tensor, aten.ne.Scalar):
-    _predicate(_overload, lambda x, y: (x[0] != y[0]) | (F._zero_im(x[1]) != F._zero_im(y[1])))
+    _predicate(_overload, lambda x, y: (x[0] != y[0]) | (F.imag_or_zero(x[1]) != F.imag_or_zero(y[1])))
 
 
 @_register(aten.view_as_real.default)
@@ -346,7 +346,7 @@ for _overload in (
     aten.flip.default, aten.roll.default, aten.repeat.default, aten.unfold.default,
 ):
     _per_part(_overload)
-_per_part(aten.cat.default, dtype_from=(0,))
+_per_part(aten.cat.default)
 for _overload in (aten.split.Tensor, aten.split_with_sizes.default, aten.unbind.int):
     _per_part(_overload, outputs_many=True)
 _per_part(aten.constant_pad_nd.default, complex_positions=(0, 2))

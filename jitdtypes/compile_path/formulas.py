@@ -15,7 +15,8 @@ import torch
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 
 
-def _zero_im(im):
+def imag_or_zero(im):
+    """The imaginary part, 0 for a real operand."""
     return 0.0 if im is None else im
 
 
@@ -56,7 +57,7 @@ def div(x, y):
     if d is None:
         return a / c, (None if b is None else b / c)
     like = a if isinstance(a, torch.Tensor) else c if isinstance(c, torch.Tensor) else d
-    a, b, c, d = (_tensor(v, like) for v in (a, _zero_im(b), c, d))
+    a, b, c, d = (_tensor(v, like) for v in (a, imag_or_zero(b), c, d))
     c_wins = c.abs() >= d.abs()
     ratio = torch.where(c_wins, d / c, c / d)
     scale = 1.0 / torch.where(c_wins, c + d * ratio, d + c * ratio)
@@ -73,10 +74,6 @@ def _tensor(value, like: torch.Tensor) -> torch.Tensor:
 def reciprocal(x):
     a, b = x
     return div((torch.ones_like(a), None), (a, b))
-
-
-def square(x):
-    return mul(x, x)
 
 
 # -- exponentials and logarithms ------------------------------------------------------------------------------
