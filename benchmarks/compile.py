@@ -259,10 +259,7 @@ def main() -> None:
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated program names")
     args = parser.parse_args()
     assert jitdtypes.is_enabled(), "the benchmark measures jitdtypes: unset JITDTYPES_DISABLE"
-    if getattr(jitdtypes, "_compile_path", None) is None:  # until jitdtypes.enable() installs it
-        from jitdtypes import compile_path
-
-        compile_path.install({device: found.findings for device, found in jitdtypes._discoveries.items()})
+    assert jitdtypes._compile_path is not None, "jitdtypes.enable() installs the compile path"
     import torch._inductor.config
 
     torch._inductor.config.force_disable_caches = True  # first calls are real compiles

@@ -21,6 +21,7 @@ log = logging.getLogger("jitdtypes")
 
 _lock = threading.RLock()
 _registration = None
+_compile_path = None  # jitdtypes.compile_path.Installation while enabled (torch.compile support)
 _discoveries: dict = {}
 
 
@@ -42,8 +43,8 @@ def enable(guard: str | None = None) -> None:
     """Install the overrides (idempotent). `guard`: "compiled", "python" or "auto" (default: the
     JITDTYPES_GUARD environment variable, else auto: compiled when a C++ compiler can build it); given while
     installed, it switches the guard if it differs."""
-    global _registration
-    from . import discovery, native_guard, numpy_interop, registrar
+    global _registration, _compile_path
+    from . import compile_path, discovery, native_guard, numpy_interop, registrar
 
     with _lock:
         if _registration is not None:
@@ -55,21 +56,27 @@ def enable(guard: str | None = None) -> None:
             if device_type not in _discoveries:
                 _discoveries[device_type] = discovery.load_or_discover(device_type)
         chosen = native_guard.resolve(guard)
-        _registration = registrar.install({d: found.findings for d, found in _discoveries.items()}, chosen)
+        findings = {d: found.findings for d, found in _discoveries.items()}
+        _registration = registrar.install(findings, chosen)
         numpy_interop.install()
+        _compile_path = compile_path.install(findings)
         log.debug("jitdtypes: %d kernels registered (%s guard)", len(_registration.keys), chosen)
 
 
 def disable() -> None:
     """Remove every override: PyTorch behaves exactly as without jitdtypes."""
-    global _registration
+    global _registration, _compile_path
     from . import numpy_interop
 
     with _lock:
         if _registration is not None:
+            if _compile_path is not None:
+                _compile_path.remove()
+                _compile_path = None
             numpy_interop.uninstall()
             _registration.remove()
             _registration = None
+_compile_path = None  # jitdtypes.compile_path.Installation while enabled (torch.compile support)
 
 
 def is_enabled() -> bool:

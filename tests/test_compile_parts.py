@@ -19,7 +19,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 TARGETS = list(dtypes.COMPLEX_TARGETS)
 IDS = [dtypes.NAMES[d] for d in TARGETS]
-_own_installation = None  # installed here while jitdtypes.enable() does not install the compile path itself
 
 
 def _findings():
@@ -28,14 +27,9 @@ def _findings():
 
 @pytest.fixture(scope="module", autouse=True)
 def compile_path_installed():
-    """The compile path, as jitdtypes.enable() installs it (installed by the test module until it does)."""
-    global _own_installation
-    if getattr(jitdtypes, "_compile_path", None) is None:
-        _own_installation = compile_path.install(_findings())
+    """jitdtypes.enable() installs the compile path with the overrides."""
+    assert jitdtypes._compile_path is not None
     yield
-    if _own_installation is not None:
-        _own_installation.remove()
-        _own_installation = None
 
 
 # -- words <-> float32 ------------------------------------------------------------------------------------------
