@@ -6,7 +6,7 @@ Parameters: see elementwise.py; "scalars" is [], [second operand] or [first oper
 
 from __future__ import annotations
 
-from . import elementwise
+from . import complex_math, elementwise
 from .elementwise import COMPLEX, SCALAR
 
 FAMILY = "binary"
@@ -73,7 +73,7 @@ def render(params: dict) -> str:
     if params["op"] == "pow" and "exponent" in params["scalars"]:
         body += _ZERO_SCALAR_EXPONENT
     return elementwise.render_module(
-        params, slots=slots, body=body, result=COMPLEX, library=elementwise.MATH
+        params, slots=slots, body=body, result=COMPLEX, library=complex_math.MATH
     )
 
 

@@ -6,7 +6,7 @@ Parameters: see elementwise.py; "scalars" may name where's self or other, or ler
 
 from __future__ import annotations
 
-from . import elementwise
+from . import complex_math, elementwise
 from .elementwise import BOOL, COMPLEX, SCALAR
 
 FAMILY = "ternary"
@@ -71,7 +71,7 @@ def _slots(op: str):
 def render(params: dict) -> str:
     slots = elementwise.check_params(params, OPS, _slots)
     return elementwise.render_module(
-        params, slots=slots, body=OPS[params["op"]][1], result=COMPLEX, library=elementwise.MATH
+        params, slots=slots, body=OPS[params["op"]][1], result=COMPLEX, library=complex_math.MATH
     )
 
 

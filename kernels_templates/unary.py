@@ -13,7 +13,7 @@ Parameters: see elementwise.py; unary modules have no scalar operands ("scalars"
 
 from __future__ import annotations
 
-from . import elementwise
+from . import complex_math, elementwise
 from .elementwise import COMPLEX, REAL
 
 FAMILY = "unary"
@@ -282,7 +282,7 @@ def render(params: dict) -> str:
         slots=slots,
         body=OPS[op],
         result=REAL if op in REAL_RESULT else COMPLEX,
-        library={**elementwise.MATH, **MATH},
+        library={**complex_math.MATH, **MATH},
     )
 
 
