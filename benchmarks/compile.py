@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import warnings
 
 import torch
 
@@ -253,6 +254,9 @@ def _print_table(rows: list[dict]) -> None:
 
 
 def main() -> None:
+    # one table, not pages of warnings: the dtypes are experimental in PyTorch, and first calls are meant to compile
+    warnings.filterwarnings("ignore", message=".*support is experimental.*")
+    warnings.filterwarnings("ignore", message=".*dynamo_pgo force disabled.*")
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=5)
