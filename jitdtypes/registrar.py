@@ -18,7 +18,7 @@ import warnings
 import torch
 
 from . import dtypes, engine, entry_points, native_guard, path_record, upcast, wrapped_numbers
-from .findings import BACKEND, Finding, kernel_level
+from .findings import Finding, kernel_level
 from .probe import MISSING, PARTIAL
 from .schema import OPTIONAL_TENSOR, OTHER, TENSOR, TENSOR_LIST, Overload, overload
 
@@ -33,9 +33,15 @@ _DTYPE_ERROR_MARKERS = (
 # it still fails with every other override in place.
 bypassed: frozenset[str] = frozenset()
 
-# copy_ runs under every .to() and clone(): it is guarded only where other dtypes never leave C++. PyTorch
-# copies 16-bit complex tensors itself, except a lazily conjugated bcomplex32 source.
-_COMPILED_GUARD_ONLY = ("aten::copy_",)
+# Overloads guarded although probing finds PyTorch's kernel working for the 16-bit complex dtypes:
+# (overload, their support, only under the compiled guard).
+_GUARDED_BEYOND_PROBING = (
+    # PyTorch copies 16-bit complex tensors itself, except a lazily conjugated bcomplex32 source; copy_ runs
+    # under every .to() and clone(), so only where other dtypes never leave C++
+    ("aten::copy_", PARTIAL, True),
+    # float32 weights promote PyTorch's result to complex64: the upcast path keeps the data's dtype
+    *((name, MISSING, False) for name in upcast.WEIGHTS),
+)
 
 
 def looks_like_dtype_error(exc: BaseException) -> bool:
@@ -100,9 +106,7 @@ def install(findings_by_device: dict[str, list[Finding]], guard: str = native_gu
 
 def _install(findings_by_device: dict[str, list[Finding]], registration: Registration) -> None:
     for device_type, findings in findings_by_device.items():
-        if registration.compiled is not None:
-            findings = findings + _compiled_guard_only_findings(findings)
-        findings = findings + _weighted_findings(findings, device_type)
+        findings = findings + _beyond_probing(findings, device_type, registration.compiled is not None)
         for finding in findings:
             try:
                 info = overload(finding.overload)
@@ -120,19 +124,13 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
                               handed_over)
 
 
-def _compiled_guard_only_findings(findings: list[Finding]) -> list[Finding]:
+def _beyond_probing(findings: list[Finding], device_type: str, compiled: bool) -> list[Finding]:
     known = {f.overload for f in findings}
-    status = {dtypes.NAMES[d]: PARTIAL for d in dtypes.COMPLEX_TARGETS}
-    return [Finding(name, BACKEND, dict(status), {}) for name in _COMPILED_GUARD_ONLY if name not in known]
-
-
-def _weighted_findings(findings: list[Finding], device_type: str) -> list[Finding]:
-    """PyTorch runs cov for the 16-bit dtypes, but float32 weights promote its result to complex64: it takes
-    the upcast path, which keeps the data's dtype (upcast.WEIGHTS)."""
-    known = {f.overload for f in findings}
-    status = {dtypes.NAMES[d]: MISSING for d in dtypes.COMPLEX_TARGETS}
-    return [Finding(name, kernel_level(name, device_type), dict(status), {})
-            for name in upcast.WEIGHTS if name not in known]
+    return [
+        Finding(name, kernel_level(name, device_type), {dtypes.NAMES[d]: support for d in dtypes.COMPLEX_TARGETS}, {})
+        for name, support, compiled_only in _GUARDED_BEYOND_PROBING
+        if name not in known and (compiled or not compiled_only)
+    ]
 
 
 def _constant_keyset(dispatch_key: str):
