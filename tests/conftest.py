@@ -23,6 +23,15 @@ DISCOVERY_CACHE = Path(os.environ["JITDTYPES_CACHE_DIR"])
 assert jitdtypes.is_enabled() or os.environ.get("JITDTYPES_DISABLE")
 
 
+# The 16-bit complex dtypes this torch build has, their test ids, and how far a 16-bit result computed through
+# float32 may stray from complex64 (relative, on values of order one).
+TARGETS = list(jitdtypes.dtypes.COMPLEX_TARGETS)
+IDS = [jitdtypes.dtypes.NAMES[d] for d in TARGETS]
+TOLERANCE = {torch.complex32: 2e-2}
+if jitdtypes.dtypes.BCOMPLEX32:
+    TOLERANCE[jitdtypes.dtypes.BCOMPLEX32] = 8e-2
+
+
 def seed_cache(root: Path) -> Path:
     """`root` as a private cache holding this session's discovery results and compiled guard, no kernels."""
     from jitdtypes.native_guard import build

@@ -6,12 +6,7 @@ import torch
 pytestmark = pytest.mark.filterwarnings("ignore:Complex modules are a new feature")
 
 from jitdtypes import dtypes
-
-TARGETS = list(dtypes.COMPLEX_TARGETS)
-IDS = [dtypes.NAMES[d] for d in TARGETS]
-TOLERANCE = {torch.complex32: 2e-2}
-if dtypes.BCOMPLEX32:
-    TOLERANCE[dtypes.BCOMPLEX32] = 8e-2
+from tests.conftest import IDS, TARGETS, TOLERANCE
 
 
 def _relative_error(a: torch.Tensor, b: torch.Tensor) -> float:

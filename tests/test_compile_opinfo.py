@@ -18,14 +18,13 @@ from torch.testing._internal.opinfo.core import BinaryUfuncInfo, ReductionOpInfo
 from torch.utils._pytree import tree_flatten, tree_map
 
 from jitdtypes import dtypes
+from tests.conftest import IDS, TARGETS
 from tests import opinfo_samples as db
 from tests.test_compile_parts import compile_path_installed  # noqa: F401 - the module fixture
 from tests.test_opinfo_coverage import assert_matches
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-TARGETS = list(dtypes.COMPLEX_TARGETS)
-IDS = [dtypes.NAMES[d] for d in TARGETS]
 MATMUL_FAMILY = {
     "addmm", "addmm.decomposed", "addmv", "addbmm", "baddbmm", "dot", "vdot", "bmm", "mv", "addr", "matmul", "mm",
     "einsum", "outer", "inner", "tensordot", "kron", "linalg.vecdot", "linalg.multi_dot", "nn.functional.linear",

@@ -13,12 +13,10 @@ from torch._dynamo.backends.common import aot_autograd
 
 import jitdtypes
 from jitdtypes import compile_path, dtypes
+from tests.conftest import IDS, TARGETS, TOLERANCE
 from jitdtypes.compile_path import bits, custom_ops, decompositions, formulas
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-TARGETS = list(dtypes.COMPLEX_TARGETS)
-IDS = [dtypes.NAMES[d] for d in TARGETS]
 
 
 def _findings():
@@ -162,11 +160,6 @@ def _relative_error(a, b) -> float:
     wide = torch.complex128 if b.is_complex() else torch.float64
     a, b = a.to(wide), b.to(wide)
     return ((a - b).abs().max() / b.abs().max().clamp_min(1e-12)).item()
-
-
-TOLERANCE = {torch.complex32: 2e-2}
-if dtypes.BCOMPLEX32:
-    TOLERANCE[dtypes.BCOMPLEX32] = 8e-2
 
 
 @pytest.mark.parametrize("dtype", TARGETS, ids=IDS)

@@ -8,15 +8,10 @@ import torch._inductor.lowering  # noqa: F401 - the compile path joins Inductor'
 from torch._inductor.utils import run_and_get_code
 
 from jitdtypes import dtypes
+from tests.conftest import IDS, TARGETS, TOLERANCE
 from tests.test_compile_parts import compile_path_installed  # noqa: F401 - the module fixture
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-TARGETS = list(dtypes.COMPLEX_TARGETS)
-IDS = [dtypes.NAMES[d] for d in TARGETS]
-TOLERANCE = {torch.complex32: 2e-2}
-if dtypes.BCOMPLEX32:
-    TOLERANCE[dtypes.BCOMPLEX32] = 8e-2
 
 
 def elementwise_chain(a, b):

@@ -7,9 +7,7 @@ import pytest
 import torch
 
 from jitdtypes import dtypes
-
-TARGETS = list(dtypes.COMPLEX_TARGETS)
-IDS = [dtypes.NAMES[d] for d in TARGETS]
+from tests.conftest import IDS, TARGETS
 
 
 def data(*shape, dtype):

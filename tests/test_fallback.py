@@ -5,9 +5,8 @@ import torch
 
 import jitdtypes
 from jitdtypes import dtypes
+from tests.conftest import IDS, TARGETS
 
-TARGETS = list(dtypes.COMPLEX_TARGETS)
-IDS = [dtypes.NAMES[d] for d in TARGETS]
 EPS = {torch.complex32: 2.0**-10}
 if dtypes.BCOMPLEX32:
     EPS[dtypes.BCOMPLEX32] = 2.0**-7

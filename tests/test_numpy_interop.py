@@ -16,9 +16,8 @@ import torch
 
 import jitdtypes
 from jitdtypes import dtypes
+from tests.conftest import IDS, TARGETS
 
-TARGETS = list(dtypes.COMPLEX_TARGETS)
-IDS = [dtypes.NAMES[d] for d in TARGETS]
 ML_DTYPE = {torch.complex32: np.dtype(ml_dtypes.complex32)}
 # 16-bit halves: zeros of both signs, normal numbers, infinities, quiet and signalling NaNs with payloads and
 # both signs, the smallest subnormal and the largest finite value
