@@ -41,8 +41,8 @@ from typing import NamedTuple
 
 import torch
 
-import kernels_templates
-from kernels_templates import common
+from jitdtypes import kernels_templates
+from jitdtypes.kernels_templates import common
 
 
 class Arch(NamedTuple):
@@ -218,7 +218,7 @@ def families() -> dict:
     """Every family module of kernels_templates (a module that declares FAMILY), by family name."""
     found = {}
     for info in pkgutil.iter_modules(kernels_templates.__path__):
-        module = importlib.import_module(f"kernels_templates.{info.name}")
+        module = importlib.import_module(f"jitdtypes.kernels_templates.{info.name}")
         if hasattr(module, "FAMILY"):
             found[module.FAMILY] = module
     return found

@@ -15,6 +15,27 @@ import threading
 
 import torch
 
+
+def _attach_source_checkout_packages() -> None:
+    """An installed jitdtypes holds kernels_templates and cache_tools inside it (pyproject's package-dir). A
+    source checkout used without installing (a bare machine running `python -m benchmarks.gpu_check`) has them
+    beside it: attach them under the same names."""
+    import importlib.util
+
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for name in ("kernels_templates", "cache_tools"):
+        full_name, folder = f"{__name__}.{name}", os.path.join(checkout, name)
+        if importlib.util.find_spec(full_name) is None and os.path.isfile(os.path.join(folder, "__init__.py")):
+            spec = importlib.util.spec_from_file_location(
+                full_name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
+            )
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[full_name] = module
+            spec.loader.exec_module(module)
+
+
+_attach_source_checkout_packages()
+
 # No NullHandler on purpose: without logging configured, warnings (first-import probing, an unusable cache)
 # reach stderr through logging's last-resort handler; configure the "jitdtypes" logger to change that.
 log = logging.getLogger("jitdtypes")
@@ -44,7 +65,7 @@ def enable(guard: str | None = None) -> None:
     JITDTYPES_GUARD environment variable, else auto: compiled when a C++ compiler can build it); given while
     installed, it switches the guard if it differs."""
     global _registration, _compile_path
-    from . import compile_path, discovery, native_guard, numpy_interop, registrar
+    from . import compile_path, discovery, native_guard, numpy_interop, registrar, torch_warnings
 
     with _lock:
         if _registration is not None:
@@ -59,6 +80,7 @@ def enable(guard: str | None = None) -> None:
         findings = {d: found.findings for d, found in _discoveries.items()}
         _registration = registrar.install(findings, chosen)
         numpy_interop.install()
+        torch_warnings.install()
         _compile_path = compile_path.install(findings)
         log.debug("jitdtypes: %d kernels registered (%s guard)", len(_registration.keys), chosen)
 
@@ -66,7 +88,7 @@ def enable(guard: str | None = None) -> None:
 def disable() -> None:
     """Remove every override: PyTorch behaves exactly as without jitdtypes."""
     global _registration, _compile_path
-    from . import numpy_interop
+    from . import numpy_interop, torch_warnings
 
     with _lock:
         if _registration is not None:
@@ -74,9 +96,9 @@ def disable() -> None:
                 _compile_path.remove()
                 _compile_path = None
             numpy_interop.uninstall()
+            torch_warnings.uninstall()
             _registration.remove()
             _registration = None
-_compile_path = None  # jitdtypes.compile_path.Installation while enabled (torch.compile support)
 
 
 def is_enabled() -> bool:

@@ -111,7 +111,7 @@ def _when(timestamp) -> str:
 
 
 def cmd_cache_info(args) -> int:
-    from cache_tools import inventory
+    from jitdtypes.cache_tools import inventory
 
     report = inventory.info()
     if args.json:
@@ -146,7 +146,7 @@ def _active_guard() -> str | None:
 
 
 def cmd_cache_list(args) -> int:
-    from cache_tools import inventory
+    from jitdtypes.cache_tools import inventory
 
     rows = [r.row() for r in inventory.scan()]
     if args.dtype:
@@ -164,7 +164,7 @@ def cmd_cache_list(args) -> int:
 
 
 def cmd_cache_show(args) -> int:
-    from cache_tools import inventory
+    from jitdtypes.cache_tools import inventory
 
     matches = [r for r in inventory.scan() if r.key.startswith(args.key)]
     if len(matches) != 1:
@@ -181,7 +181,7 @@ def cmd_cache_show(args) -> int:
 
 
 def cmd_cache_clean(args) -> int:
-    from cache_tools import inventory
+    from jitdtypes.cache_tools import inventory
 
     criteria = [args.all, args.older_than is not None, args.dtype is not None, args.stale]
     if not any(criteria):
@@ -220,7 +220,7 @@ def _current_versions() -> dict:
 
 
 def cmd_cache_verify(args) -> int:
-    from cache_tools import inventory
+    from jitdtypes.cache_tools import inventory
 
     damaged = inventory.verify(fix=args.fix)
     total = len(inventory.scan()) + len(inventory.guard_entries()) + (len(damaged) if args.fix else 0)

@@ -25,7 +25,7 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
-from cache_tools import atomic, locations
+from jitdtypes.cache_tools import atomic, locations
 
 from . import __version__, probe, schema
 from .findings import BACKEND, COMPOSITE, Finding, kernel_level

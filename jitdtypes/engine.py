@@ -25,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-from cache_tools.store import CorruptEntry, Entry, InsecureEntry, KernelStore
-from kernels_templates import common
+from jitdtypes.cache_tools.store import CorruptEntry, Entry, InsecureEntry, KernelStore
+from jitdtypes.kernels_templates import common
 
 from . import __version__
 
@@ -76,7 +76,7 @@ def uses_templates(device_type: str) -> bool:
 def _adapters() -> dict:
     table = {}
     for family in FAMILIES:
-        module = importlib.import_module(f"kernels_templates.{family}")
+        module = importlib.import_module(f"jitdtypes.kernels_templates.{family}")
         table.update({name: (family, adapter) for name, adapter in module.ATEN.items()})
     return table
 
@@ -154,7 +154,7 @@ def kernel_key(family: str, params: dict, device_type: str) -> str:
 
 
 def _render(family: str, params: dict) -> str:
-    return importlib.import_module(f"kernels_templates.{family}").render(params)
+    return importlib.import_module(f"jitdtypes.kernels_templates.{family}").render(params)
 
 
 def ensure_source(store: KernelStore, family: str, params: dict, device_type: str) -> tuple[Entry, bool]:

@@ -27,7 +27,7 @@ def rounded(shape, dtype, device, scale=1.0, shift=0.0, seed=0):
 
 def representative_calls(device: str, small: bool):
     """(family, label, aten overload, args builder(dtype) -> (args16, kwargs16, args64, kwargs64), reference)."""
-    from kernels_templates import unary
+    from jitdtypes.kernels_templates import unary
 
     rows, cols = (5, 37) if small else (64, 1000)
     m, k, n = (5, 7, 3) if small else (96, 200, 80)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from kernels_templates.common import resize_output
+from jitdtypes.kernels_templates.common import resize_output
 
 from . import dtypes, error_messages
 from .schema import OTHER, Overload

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 
-from cache_tools.store import KernelStore
+from jitdtypes.cache_tools.store import KernelStore
 
 from . import engine, selftest
 
@@ -23,7 +23,7 @@ class Summary:
 def kernels_to_warm(dtype_names: list[str], ops: set[str] | None) -> list[tuple[str, dict]]:
     wanted = []
     for family in engine.FAMILIES:
-        module = importlib.import_module(f"kernels_templates.{family}")
+        module = importlib.import_module(f"jitdtypes.kernels_templates.{family}")
         for dtype in dtype_names:
             wanted += [(family, params) for params in module.variants(dtype) if not ops or params["op"] in ops]
     return wanted

@@ -269,7 +269,7 @@ import triton
 import triton.language as tl
 from torch.library import wrap_triton
 
-from kernels_templates import elementwise
+from jitdtypes.kernels_templates import elementwise
 
 MUTATES = {mutates}
 PART_DTYPE = {part_dtype}

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from benchmarks import aot_check
-from kernels_templates import common
+from jitdtypes.kernels_templates import common
 
 
 def test_access_widths_from_sass_mnemonics():

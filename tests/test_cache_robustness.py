@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import jitdtypes
-from cache_tools import atomic, inventory
-from cache_tools.store import SOURCE
+from jitdtypes.cache_tools import atomic, inventory
+from jitdtypes.cache_tools.store import SOURCE
 from jitdtypes import engine
 from tests.conftest import seed_cache
 

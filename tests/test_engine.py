@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import jitdtypes
-from cache_tools.store import SOURCE, KernelStore, sha256
+from jitdtypes.cache_tools.store import SOURCE, KernelStore, sha256
 from jitdtypes import engine
 from tests.conftest import seed_cache
 

@@ -37,7 +37,7 @@ log = logging.getLogger("jitdtypes")
 _INDUCTOR_LOWERING = "torch._inductor.lowering"  # imports the decomposition table and registers its fallbacks
 _DYNAMO_TRACE_RULES = "torch._dynamo.trace_rules"
 # Packages whose Python code runs inside dispatcher calls (guards, upcast path, template adapters, kernel cache)
-_OWN_PACKAGES = ("jitdtypes", "kernels_templates", "cache_tools")
+_OWN_PACKAGES = ("jitdtypes", "jitdtypes.kernels_templates", "jitdtypes.cache_tools")
 _lock = threading.Lock()
 
 

@@ -6,7 +6,7 @@ import importlib
 import pytest
 import torch
 
-from kernels_templates import common
+from jitdtypes.kernels_templates import common
 
 pytest.importorskip("triton")
 
@@ -19,7 +19,7 @@ def load():
     """load(family_name) -> loader(params) -> the rendered module's `run`, executed in the interpreter."""
 
     def for_family(family_name):
-        family = importlib.import_module(f"kernels_templates.{family_name}")
+        family = importlib.import_module(f"jitdtypes.kernels_templates.{family_name}")
 
         def loader(params):
             params = {"interpret": True, **params}

@@ -10,7 +10,7 @@ from jitdtypes.engine import FAMILIES
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_adapter_names_are_real_overloads(family):
-    module = importlib.import_module(f"kernels_templates.{family}")
+    module = importlib.import_module(f"jitdtypes.kernels_templates.{family}")
     assert module.FAMILY == family and module.ATEN
     for name in module.ATEN:
         qualified, _, overload = name.partition(".")

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from conftest import DTYPE_NAMES, EPS, assert_close_16bit
-from kernels_templates import common, fft
+from jitdtypes.kernels_templates import common, fft
 
 aten = torch.ops.aten
 SIZES = [2, 4, 8, 64, 256]

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from conftest import DTYPE_NAMES, assert_close_16bit
-from kernels_templates import common, matmul
+from jitdtypes.kernels_templates import common, matmul
 
 dtype_names = pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 

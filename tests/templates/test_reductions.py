@@ -15,7 +15,7 @@ import pytest
 import torch
 from conftest import DTYPE_NAMES, assert_close_16bit
 
-from kernels_templates import common, reductions
+from jitdtypes.kernels_templates import common, reductions
 
 # the interpreter computes with numpy, which warns about the overflow and NaN these tests provoke
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import DTYPE_NAMES, assert_close_16bit
 
-from kernels_templates import common, scans
+from jitdtypes.kernels_templates import common, scans
 
 # the interpreter computes with numpy, which warns about the overflow these tests provoke
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

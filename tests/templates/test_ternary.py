@@ -13,7 +13,7 @@ import torch
 from conftest import DTYPE_NAMES, random_rounded
 from conftest import elementwise_params as params
 from conftest import assert_close_16bit as assert_close
-from kernels_templates import common, elementwise, ternary
+from jitdtypes.kernels_templates import common, elementwise, ternary
 
 # numpy reports overflow and division by zero in the lanes that the kernels' tl.where calls discard.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:triton.runtime.interpreter")
