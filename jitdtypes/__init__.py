@@ -17,21 +17,23 @@ import torch
 
 
 def _attach_source_checkout_packages() -> None:
-    """An installed jitdtypes holds kernels_templates and cache_tools inside it (pyproject's package-dir). A
-    source checkout used without installing (a bare machine running `python -m benchmarks.gpu_check`) has them
-    beside it: attach them under the same names."""
+    """An installed jitdtypes holds kernels_templates and cache_tools inside it (pyproject's package-dir). In a
+    source checkout they sit beside it: attach those under the same names, so that a checkout (an editable
+    install, a git worktree, a bare machine running `python -m benchmarks.gpu_check`) runs its own copy."""
     import importlib.util
 
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = os.path.dirname(os.path.abspath(__file__))
     for name in ("kernels_templates", "cache_tools"):
-        full_name, folder = f"{__name__}.{name}", os.path.join(checkout, name)
-        if importlib.util.find_spec(full_name) is None and os.path.isfile(os.path.join(folder, "__init__.py")):
-            spec = importlib.util.spec_from_file_location(
-                full_name, os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
-            )
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[full_name] = module
-            spec.loader.exec_module(module)
+        beside = os.path.join(os.path.dirname(package), name)
+        if os.path.isdir(os.path.join(package, name)) or not os.path.isfile(os.path.join(beside, "__init__.py")):
+            continue
+        full_name = f"{__name__}.{name}"
+        spec = importlib.util.spec_from_file_location(
+            full_name, os.path.join(beside, "__init__.py"), submodule_search_locations=[beside]
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full_name] = module
+        spec.loader.exec_module(module)
 
 
 _attach_source_checkout_packages()
