@@ -46,7 +46,9 @@ def cmd_ops(args) -> int:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["path"]] = counts.get(row["path"], 0) + 1
-    print(f"{len(rows)} (op, dtype, device) rows: " + ", ".join(f"{n} {p}" for p, n in sorted(counts.items())))
+    crashed = sum(row["support"] == "crashed" for row in rows)
+    print(f"{len(rows)} (op, dtype, device) rows: " + ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
+          + (f"; {crashed} crashed in probing (they keep PyTorch's kernel)" if crashed else ""))
     return 0
 
 
