@@ -79,6 +79,7 @@ def cmd_warm(args) -> int:
             print(f"\r\033[K[{done + 1}/{total}] {label}"[:160], end="", flush=True)
 
     guard_line = _warm_guard()
+    _warm_discovery()
     summary = warm.warm(names, device, ops, progress)
     if _is_terminal():
         print("\r\033[K", end="")
@@ -89,6 +90,16 @@ def cmd_warm(args) -> int:
     print(f"warm {','.join(names)} on {device}: {summary.total} kernels: generated {summary.generated}, "
           f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}")
     return 1 if summary.failed else 0
+
+
+def _warm_discovery() -> None:
+    """Probe every device here that has no cached discovery results (whatever JITDTYPES_DISCOVERY says)."""
+    import jitdtypes
+
+    from . import discovery
+
+    for found in discovery.load_or_discover_all(jitdtypes._device_types()).values():
+        print(discovery.summary(found))
 
 
 def _warm_guard() -> str:

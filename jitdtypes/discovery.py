@@ -40,7 +40,7 @@ MAX_WORKERS = 8  # child processes per device; each holds torch (and a CUDA cont
 PROGRESS_EVERY_S = 10.0
 # JITDTYPES_DISCOVERY: which devices an import may probe when their results are not cached.
 ENV = "JITDTYPES_DISCOVERY"
-MODES = {"auto": "every device", "skip-cuda": "every device but cuda", "cached": "none"}
+MODES = ("auto", "skip-cuda", "cached")
 _SOURCES = ("probe.py", "probe_runner.py", "probe_faults.py", "schema.py", "discovery.py", "findings.py",
             "dtypes.py", "upcast.py", "registrar.py")
 
@@ -111,6 +111,8 @@ def check(path: Path) -> tuple[Discovery | None, str | None]:
             return None, "content does not match its sha256"
         if record["key"] != build_key():
             return None, "made by another torch build, jitdtypes version or discovery source"
+        if not path.name.startswith(f"{record['device_type']}-"):
+            return None, f"probed on {record['device_type']}, but its name says another device"
         found = Discovery(record["device_type"], [Finding(**f) for f in record["findings"]], record["supported"],
                           record["crashed"], record["stats"])
         return found, None
@@ -120,6 +122,13 @@ def check(path: Path) -> tuple[Discovery | None, str | None]:
 
 def load(path: Path) -> Discovery | None:
     return check(path)[0]
+
+
+def summary(found: Discovery) -> str:
+    """One line: what `found` overrides and what crashed its probe, and what probing took."""
+    stats = found.stats
+    return (f"discovery {found.device_type}: {len(found.findings)} overrides, {len(found.crashed)} crashed in probing "
+            f"(probed {stats.get('probed')} overloads in {stats.get('seconds')} s, {stats.get('children')} processes)")
 
 
 def probed_at_import(device_types: list[str]) -> list[str]:

@@ -32,6 +32,7 @@ log = logging.getLogger("jitdtypes")
 PROBE_TIMEOUT_S = 60.0  # one overload; first calls into cuSOLVER, cuFFT or MAGMA take seconds, not a minute
 START_TIMEOUT_S = 300.0  # importing torch, installing overrides, creating the CUDA context
 _POLL_S = 0.05
+_SHARE_MIN = 100  # overloads per worker at least: a child's start (torch, overrides) costs as much as ~400 probes
 _EXIT_DEVICE_BROKEN = 3  # the child wrote which overload broke its device, then left
 
 
@@ -55,7 +56,7 @@ def run_probes(
     progress: Callable[[int, int, int], None] | None = None,
 ) -> Run:
     """Probe `names` on `device_type` with `installed` overrides registered (each probed op's own override
-    bypassed if asked), in `workers` children side by side. progress(finished, crashed, total) is called as
+    bypassed if asked), in up to `workers` children side by side. progress(finished, crashed, total) is called as
     verdicts arrive."""
     run = Run({}, {})
     if not names:
@@ -64,7 +65,7 @@ def run_probes(
         overrides = Path(tmp, "overrides.json")
         overrides.write_text(json.dumps([dataclasses.asdict(f) for f in installed]))
         command = [device_type, str(overrides), "bypass" if bypass_probed else "keep"]
-        count = max(1, min(workers, len(names)))
+        count = max(1, min(workers, len(names) // _SHARE_MIN))
         active = [_Worker(run, names[i::count], Path(tmp, str(i)), command, probe_timeout_s) for i in range(count)]
         reported = -1
         try:
@@ -96,7 +97,10 @@ class _Worker:
         todo.write_text(json.dumps(self.remaining))
         self.progress.write_text("")
         device_type, overrides, bypass = self.command
-        env = dict(os.environ, JITDTYPES_DISABLE="1", JITDTYPES_CPU_BACKEND="upcast", PYTHONWARNINGS="ignore")
+        # One intra-op thread: probes use tiny tensors, and workers side by side each running a full OpenMP
+        # team oversubscribe the cores (2 workers on 2 cores: CPU discovery 50 s instead of 20 s).
+        env = dict(os.environ, JITDTYPES_DISABLE="1", JITDTYPES_CPU_BACKEND="upcast", PYTHONWARNINGS="ignore",
+                   OMP_NUM_THREADS="1")
         # stderr to a file, not a pipe: a child that writes much to an unread pipe would block and look hung
         with (self.folder / "stderr.txt").open("wb") as stderr:
             self.child = subprocess.Popen(
@@ -196,8 +200,12 @@ def _child(device_type: str, todo: Path, progress: Path, overrides: Path, bypass
     installed = [Finding(**f) for f in json.loads(overrides.read_text())]
     keep_alive = None  # the registration lasts while referenced
     if installed or bypass_probed:
-        from . import registrar
+        from . import engine, registrar
 
+        # As JITDTYPES_CPU_BACKEND=upcast does on CPU: probing asks whether calls work with the overrides, not
+        # how fast, and the upcast path answers without compiling (and autotuning) Triton kernels on CUDA in
+        # every child, which could take longer than the probe timeout.
+        engine.uses_templates = lambda device_type: False
         keep_alive = registrar.install({device_type: installed})
     call = probe.caller(device_type)
     if device_type == "cuda":

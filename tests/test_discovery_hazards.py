@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from jitdtypes import discovery, probe_faults
+from jitdtypes import discovery, probe_faults, probe_runner
 
 # Probed in this order by one worker: the faults below strike early ones, so later ones run after them.
 SUBSET = ["aten::exp", "aten::sin", "aten::cumsum", "aten::mul.Tensor", "aten::neg", "aten::cos"]
@@ -28,9 +28,9 @@ def clean():
     return verdicts(discovery.discover("cpu", SUBSET, workers=1))
 
 
-def probe_with_faults(monkeypatch, faults: str, **options) -> discovery.Discovery:
+def probe_with_faults(monkeypatch, faults: str, workers=1, **options) -> discovery.Discovery:
     monkeypatch.setenv(probe_faults.ENV, faults)
-    return discovery.discover("cpu", SUBSET, workers=1, **options)
+    return discovery.discover("cpu", SUBSET, workers=workers, **options)
 
 
 def test_clean_run_gives_every_overload_a_verdict(clean):
@@ -66,3 +66,11 @@ def test_faults_are_checked_and_results_under_them_cached_apart(monkeypatch):
     ordinary = discovery.cache_path("cpu")
     monkeypatch.setenv(probe_faults.ENV, "hang:aten::sin")
     assert discovery.cache_path("cpu") != ordinary
+
+
+def test_workers_share_the_overloads_and_restart_on_their_own(monkeypatch, clean):
+    monkeypatch.setattr(probe_runner, "_SHARE_MIN", 1)
+    found = probe_with_faults(monkeypatch, "device-assert:aten::exp", workers=2)
+    assert found.crashed == {"aten::exp": DEVICE_ASSERT}
+    assert verdicts(found) == {name: s for name, s in clean.items() if name != "aten::exp"}
+    assert found.stats["children"] == 3  # two workers, one of them restarted once

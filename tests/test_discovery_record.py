@@ -61,7 +61,7 @@ def _record(tmp_path, **changes) -> Path:
                                 {"probed": 3})
     record = json.loads(found.to_json())
     record.update(changes)
-    path = tmp_path / "cpu.json"
+    path = tmp_path / "cpu-torch.json"
     path.write_text(json.dumps(record))
     return path
 
@@ -75,9 +75,11 @@ def test_a_record_is_used_only_whole_and_for_this_build(tmp_path):
     body["key"] = "0" * 16
     del body["sha256"]
     body["sha256"] = discovery._digest(body)
-    path = tmp_path / "other.json"
+    path = tmp_path / "cpu-other.json"
     path.write_text(json.dumps(body))
     assert discovery.check(path)[1] == "made by another torch build, jitdtypes version or discovery source"
+    assert discovery.check(_record(tmp_path).rename(tmp_path / "cuda-torch.json"))[1] == (
+        "probed on cpu, but its name says another device")
     assert discovery.check(tmp_path / "absent.json")[1] == "unreadable (FileNotFoundError)"
 
 
@@ -129,3 +131,16 @@ def test_made_up_indices_and_class_targets_are_in_range():
     assert args[1].dtype == torch.int64 and args[1].eq(0).all()
     args, _ = probe._synthesize(schema.overload("aten::index_select"), probe.Case(torch.complex64, (4, 4)), "cpu")
     assert args[2].dtype == torch.int64 and args[2].eq(0).all()
+
+
+def test_warm_runs_discovery_ahead_of_time(tmp_path, monkeypatch, capsys):
+    from jitdtypes import cli
+    from tests.conftest import seed_cache
+
+    monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(seed_cache(tmp_path / "cache")))
+    monkeypatch.setenv(discovery.ENV, "cached")  # warm probes whatever is missing regardless; here nothing is
+    monkeypatch.setattr(jitdtypes, "_device_types", lambda: ["cpu"])
+    cli._warm_discovery()
+    cached = discovery.load(discovery.cache_path("cpu"))
+    assert capsys.readouterr().out == discovery.summary(cached) + "\n"
+    assert discovery.summary(cached).startswith(f"discovery cpu: {len(cached.findings)} overrides, ")
