@@ -208,8 +208,8 @@ def discover(
     started = time.monotonic()
     candidates = [n for n in (schema.all_aten_overloads() if overloads is None else overloads) if probe.should_probe(schema.overload(n))]
     workers = workers or default_workers()
-    log.warning("jitdtypes: probing %d ATen overloads on %s for 16-bit complex support, in %d processes "
-                "(once per torch build)", len(candidates), device_type, workers)
+    log.warning("jitdtypes: probing which ATen kernels lack 16-bit complex support on %s: %d overloads, in up to "
+                "%d processes (once per torch build)", device_type, len(candidates), workers)
     runs = []
 
     def run(names, installed, bypass_probed=False, progress=None):
