@@ -59,7 +59,8 @@ def measure(devices: list[str], overloads: list[str] | None = None, keep: Path |
 
 
 def table(result: dict) -> list[str]:
-    lines = [f"{'device':8} {'probed':>7} {'overrides':>9} {'crashed':>7} {'processes':>9} {'workers':>7} {'seconds':>8}"]
+    lines = [f"{'device':8} {'probed':>7} {'overrides':>9} {'crashed':>7} {'processes':>9} {'workers':>7} "
+             f"{'seconds':>8}"]
     for device, found in result["devices"].items():
         lines.append(f"{device:8} {found['probed']:>7} {found['overrides']:>9} {len(found['crashed']):>7} "
                      f"{found['children']:>9} {found['workers']:>7} {found['seconds']:>8.1f}")

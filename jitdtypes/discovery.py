@@ -206,7 +206,8 @@ def discover(
     """Probe `overloads` (default: every ATen overload worth probing) on `device_type` in `workers` child
     processes (default: default_workers())."""
     started = time.monotonic()
-    candidates = [n for n in (schema.all_aten_overloads() if overloads is None else overloads) if probe.should_probe(schema.overload(n))]
+    names = schema.all_aten_overloads() if overloads is None else overloads
+    candidates = [n for n in names if probe.should_probe(schema.overload(n))]
     workers = workers or default_workers()
     log.warning("jitdtypes: probing which ATen kernels lack 16-bit complex support on %s: %d overloads, in up to "
                 "%d processes (once per torch build)", device_type, len(candidates), workers)

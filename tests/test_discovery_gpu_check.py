@@ -17,7 +17,7 @@ def test_measures_and_reports_discovery_in_a_fresh_process(tmp_path):
     result = gpu_discovery.measure(["cpu"], ["aten::exp", "aten::sin"], keep=tmp_path)
     cpu = result["devices"]["cpu"]
     assert cpu["probed"] == 2 and cpu["crashed"] == {} and cpu["children"] >= 1
-    assert 0 < cpu["seconds"] <= result["wall_s"]
+    assert 0 < cpu["seconds"] <= result["wall_s"] + 0.01  # seconds are rounded to 0.01
     assert list(tmp_path.iterdir()) == []  # a subset is never cached, so there is no record to keep
     lines = gpu_discovery.table(result)
     assert lines[1].split()[:4] == ["cpu", "2", str(cpu["overrides"]), "0"]

@@ -36,8 +36,8 @@ def _probing_children_of(cache: Path) -> list[int]:
 def test_a_killed_discovery_leaves_no_result_and_no_children(tmp_path):
     cache = tmp_path / "cache"
     env = {**os.environ, "JITDTYPES_CACHE_DIR": str(cache), "JITDTYPES_DISABLE": "1"}
-    parent = subprocess.Popen([sys.executable, "-c", "from jitdtypes import discovery; discovery.load_or_discover('cpu')"],
-                              env=env, stderr=subprocess.PIPE, text=True)
+    code = "from jitdtypes import discovery; discovery.load_or_discover('cpu')"
+    parent = subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True)
     try:
         assert "probing" in parent.stderr.readline()
         deadline = time.monotonic() + 60
@@ -104,7 +104,7 @@ def test_a_device_not_probed_and_not_cached_gets_no_overrides(tmp_path, monkeypa
 def test_crashed_overloads_show_in_ops_and_keep_pytorchs_kernel(monkeypatch, capsys):
     from jitdtypes import cli
 
-    crashed = discovery.Discovery("cpu", [], {}, {"aten::sin": "RuntimeError: CUDA error: device-side assert triggered"})
+    crashed = discovery.Discovery("cpu", [], {}, {"aten::sin": "RuntimeError: CUDA error: device-side assert"})
     monkeypatch.setattr(jitdtypes, "_discoveries", {"cpu": crashed})
     monkeypatch.setattr(jitdtypes, "_device_types", lambda: ["cpu"])
     rows = [r for r in jitdtypes.stats() if r["op"] == "aten::sin"]
