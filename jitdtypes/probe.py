@@ -65,11 +65,11 @@ _INT_BY_NAME = {
 # Index, class-target and count tensors are zeros: in range for every non-empty dimension and class count, so
 # CUDA's bounds asserts never fire (a device-side assert poisons the whole process, see DeviceBroken).
 _INDEX_NAMES = ("index", "indices", "idx", "offsets", "lengths", "target", "repeats", "sorted_sequence_idx")
-# Tensors that must hold probabilities, rates or deviations: negative values trip CUDA kernel asserts
-# (bernoulli, multinomial) or are invalid. They get values in (0, 1].
+# Tensors that must hold probabilities, rates, counts or deviations: negative values trip CUDA kernel asserts
+# (bernoulli, multinomial, binary_cross_entropy) or are invalid. They get values in (0, 1].
 _NONNEGATIVE_NAMES = ("p", "prob", "probs", "std", "count")
 _NONNEGATIVE_SELF_OPS = frozenset({
-    "aten::bernoulli", "aten::bernoulli_", "aten::multinomial", "aten::poisson", "aten::binomial",
+    "aten::bernoulli", "aten::bernoulli_", "aten::multinomial", "aten::poisson",
     "aten::binary_cross_entropy", "aten::binary_cross_entropy_backward",
 })
 _BOOL_NAMES = ("mask", "condition")
