@@ -9,7 +9,8 @@ too) on inputs rounded to the 16-bit dtype and compares with complex64 on the sa
 triton.testing.do_bench medians: elementwise, reduction (full, inner dim, outer dim) and scan (1-D, dim 0,
 inner dim) GB/s against a same-size copy_ and times against complex64, complex GEMM TFLOP/s (8*M*N*K flops)
 against real fp16/bf16 torch.mm and complex64 torch.matmul, FFT against complex64 torch.fft.fft. Latency rows:
-discovery per device type and the rest of a first import with an empty cache, a warm import, and the first
+discovery (both device types side by side, and each one's time, overrides and crashed overloads) and the rest
+of a first import with an empty cache, a warm import, and the first
 call of one op per family with no compiled kernels (render, compile, autotune, run), each in a fresh process.
 Rows are also appended to benchmarks/results/gpu_check.csv.
 """
@@ -124,19 +125,20 @@ def timings(device: str) -> list[dict]:
 
 # -- first import and first calls, each in a fresh process ---------------------------------------------------
 
+# Discovery as a first import runs it: both devices side by side (benchmarks.gpu_discovery reports it in full).
 _DISCOVER = """
 import json, time
 import jitdtypes
 from jitdtypes import discovery
-seconds = {}
-for device_type in ("cpu", "cuda"):
-    start = time.perf_counter()
-    discovery.load_or_discover(device_type)
-    seconds[device_type] = time.perf_counter() - start
+start = time.perf_counter()
+found = discovery.load_or_discover_all(["cpu", "cuda"])
+seconds = {"cpu and cuda side by side": time.perf_counter() - start}
+notes = {device: f"empty cache, {len(f.findings)} overrides, {len(f.crashed)} crashed" for device, f in found.items()}
+seconds.update({device: f.stats["seconds"] for device, f in found.items()})
 start = time.perf_counter()
 jitdtypes.enable()
 seconds["guard and install"] = time.perf_counter() - start
-print(json.dumps(seconds))
+print(json.dumps({"seconds": seconds, "notes": notes}))
 """
 
 _IMPORT = """
@@ -181,9 +183,9 @@ def latency_rows() -> list[dict]:
 
     with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as triton_cache:
         first = _child(_DISCOVER, cache, JITDTYPES_DISABLE="1")
-        for part, seconds in first.items():
+        for part, seconds in first["seconds"].items():
             latency(f"first import: {part}" if part == "guard and install" else f"first import: discovery {part}",
-                    seconds, "empty cache")
+                    seconds, first["notes"].get(part, "empty cache"))
         latency("import, warm cache", _child(_IMPORT, cache)["import"], "fresh process")
         for label, seconds in _child(_FIRST_CALLS, cache, TRITON_CACHE_DIR=triton_cache).items():
             latency(f"first call {label}", seconds, "no kernel cached or compiled")

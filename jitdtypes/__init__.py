@@ -75,9 +75,8 @@ def enable(guard: str | None = None) -> None:
                 return
             disable()
         native_guard.build_in_background(guard)
-        for device_type in _device_types():
-            if device_type not in _discoveries:
-                _discoveries[device_type] = discovery.load_or_discover(device_type)
+        missing = [d for d in _device_types() if d not in _discoveries]
+        _discoveries.update(discovery.load_or_discover_all(missing, discovery.probed_at_import(missing)))
         chosen = native_guard.resolve(guard)
         findings = {d: found.findings for d, found in _discoveries.items()}
         _registration = registrar.install(findings, chosen)
@@ -128,7 +127,7 @@ def disabled():
 def stats() -> list[dict]:
     """One row per (op, dtype, device) that jitdtypes knows about: its support in plain PyTorch, the path a
     call takes (native, template or upcast) and the calls seen in this process, by path."""
-    from . import discovery, path_record, registrar
+    from . import discovery, dtypes, path_record, registrar
 
     calls = path_record.calls()
     rows = []
@@ -142,6 +141,9 @@ def stats() -> list[dict]:
                 rows.append(_row(key, support, max(seen, key=seen.get) if seen else planned, seen))
         for dtype, names in sorted(found.supported.items()):
             rows += [_row((name, dtype, device_type), "native", "native", {}) for name in names]
+        for name in found.crashed:  # its probe crashed or hung: support unknown, PyTorch's kernel kept
+            rows += [_row((name, dtypes.NAMES[d], device_type), "crashed", "native", {})
+                     for d in dtypes.COMPLEX_TARGETS]
     rows += [_row(key, "unknown", max(seen, key=seen.get), seen) for key, seen in calls.items()]
     return sorted(rows, key=lambda r: (r["device"], r["dtype"], r["op"]))
 

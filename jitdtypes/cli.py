@@ -46,7 +46,9 @@ def cmd_ops(args) -> int:
     counts: dict[str, int] = {}
     for row in rows:
         counts[row["path"]] = counts.get(row["path"], 0) + 1
-    print(f"{len(rows)} (op, dtype, device) rows: " + ", ".join(f"{n} {p}" for p, n in sorted(counts.items())))
+    crashed = sum(row["support"] == "crashed" for row in rows)
+    print(f"{len(rows)} (op, dtype, device) rows: " + ", ".join(f"{n} {p}" for p, n in sorted(counts.items()))
+          + (f"; {crashed} crashed in probing (they keep PyTorch's kernel)" if crashed else ""))
     return 0
 
 
@@ -77,6 +79,7 @@ def cmd_warm(args) -> int:
             print(f"\r\033[K[{done + 1}/{total}] {label}"[:160], end="", flush=True)
 
     guard_line = _warm_guard()
+    _warm_discovery()
     summary = warm.warm(names, device, ops, progress)
     if _is_terminal():
         print("\r\033[K", end="")
@@ -87,6 +90,16 @@ def cmd_warm(args) -> int:
     print(f"warm {','.join(names)} on {device}: {summary.total} kernels: generated {summary.generated}, "
           f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}")
     return 1 if summary.failed else 0
+
+
+def _warm_discovery() -> None:
+    """Probe every device here that has no cached discovery results (whatever JITDTYPES_DISCOVERY says)."""
+    import jitdtypes
+
+    from . import discovery
+
+    for found in discovery.load_or_discover_all(jitdtypes._device_types()).values():
+        print(discovery.summary(found))
 
 
 def _warm_guard() -> str:

@@ -1,24 +1,27 @@
 """Which overloads lack 16-bit support on a device: learned by probing in child processes, cached per build.
 
-Probing runs every candidate overload with synthesized arguments (see probe.py). Some ATen kernels crash on
-made-up arguments, so probing happens in a child process that logs each overload before running it; when a
-child dies, the parent skips the overload that killed it and starts a new child for the rest.
+Probing runs every candidate overload with synthesized arguments (see probe.py) in child processes that
+survive crashes, hangs and broken CUDA contexts (see probe_runner.py); an overload whose probe is cut short
+that way is recorded as crashed and keeps PyTorch's own kernel. Devices are probed side by side.
 
 Two passes: the first finds every failing overload; overrides are then installed for the failing backend
 kernels and the remaining (composite) failures are probed again, because most of them only failed inside a
 backend kernel that is now covered. Composite ops still failing get their own override at the Autograd key.
+
+The result is one self-contained JSON file per device under <cache>/discovery/, named and keyed by the torch
+build, the jitdtypes version and the discovery sources, with a sha256 of its content: `check` verifies a file
+(copied from another machine, say) before anything trusts it. It is written atomically once probing is done, so
+an interrupted discovery leaves nothing behind that a later import would read.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import hashlib
 import json
 import logging
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,13 +30,19 @@ from filelock import FileLock
 
 from jitdtypes.cache_tools import atomic, locations
 
-from . import __version__, probe, schema
+from . import __version__, probe, probe_faults, probe_runner, schema
 from .findings import BACKEND, COMPOSITE, Finding, kernel_level
 
 log = logging.getLogger("jitdtypes")
 
-FORMAT = 1
-CHILD_TIMEOUT_S = 900
+FORMAT = 2
+MAX_WORKERS = 8  # child processes per device; each holds torch (and a CUDA context) in memory
+PROGRESS_EVERY_S = 10.0
+# JITDTYPES_DISCOVERY: which devices an import may probe when their results are not cached.
+ENV = "JITDTYPES_DISCOVERY"
+MODES = ("auto", "skip-cuda", "cached")
+_SOURCES = ("probe.py", "probe_runner.py", "probe_faults.py", "schema.py", "discovery.py", "findings.py",
+            "dtypes.py", "upcast.py", "registrar.py")
 
 
 def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
@@ -43,15 +52,22 @@ def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
 def _source_fingerprint() -> str:
     here = Path(__file__).parent
     digest = hashlib.sha256()
-    for name in ("probe.py", "schema.py", "discovery.py", "findings.py", "dtypes.py", "upcast.py", "registrar.py"):
+    for name in _SOURCES:
         digest.update((here / name).read_bytes())
     return digest.hexdigest()[:16]
 
 
-def cache_path(device_type: str) -> Path:
+def build_key() -> str:
+    """What a discovery result depends on: this torch build, jitdtypes, the discovery sources (and any test
+    faults, so that results probed under them are never read by an ordinary import)."""
     build = f"{torch.__version__}-{(torch.version.git_version or '')[:10]}-{torch.version.cuda or 'nocuda'}"
-    key = hashlib.sha256(f"{FORMAT}|{build}|{__version__}|{_source_fingerprint()}".encode()).hexdigest()[:16]
-    return locations.cache_root() / "discovery" / f"{device_type}-torch{torch.__version__}-{key}.json"
+    faults = probe_faults.spec()
+    material = f"{FORMAT}|{build}|{__version__}|{_source_fingerprint()}" + (f"|faults={faults}" if faults else "")
+    return hashlib.sha256(material.encode()).hexdigest()[:16]
+
+
+def cache_path(device_type: str) -> Path:
+    return locations.cache_root() / "discovery" / f"{device_type}-torch{torch.__version__}-{build_key()}.json"
 
 
 @dataclasses.dataclass
@@ -61,153 +77,180 @@ class Discovery:
     device_type: str
     findings: list[Finding]  # overloads that need an override
     supported: dict[str, list[str]]  # dtype name -> overloads that work natively
+    crashed: dict[str, str] = dataclasses.field(default_factory=dict)  # overload -> why; keeps PyTorch's kernel
+    stats: dict = dataclasses.field(default_factory=dict)  # probed, workers, children, seconds
 
     def to_json(self) -> str:
         record = {
             "format": FORMAT,
+            "key": build_key(),
             "device_type": self.device_type,
             "torch": torch.__version__,
             "jitdtypes": __version__,
             "created": time.time(),
+            "stats": self.stats,
             "findings": [dataclasses.asdict(f) for f in self.findings],
             "supported": self.supported,
+            "crashed": self.crashed,
         }
-        return json.dumps(record, indent=1)
+        return json.dumps({**record, "sha256": _digest(record)}, indent=1)
+
+
+def _digest(record: dict) -> str:
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+
+
+def check(path: Path) -> tuple[Discovery | None, str | None]:
+    """The discovery result in `path` if this torch build and jitdtypes may use it, else why not."""
+    try:
+        record = json.loads(path.read_text())
+        body = {k: v for k, v in record.items() if k != "sha256"}
+        if record.get("format") != FORMAT:
+            return None, f"format {record.get('format')}, not {FORMAT}"
+        if record.get("sha256") != _digest(body):
+            return None, "content does not match its sha256"
+        if record["key"] != build_key():
+            return None, "made by another torch build, jitdtypes version or discovery source"
+        if not path.name.startswith(f"{record['device_type']}-"):
+            return None, f"probed on {record['device_type']}, but its name says another device"
+        found = Discovery(record["device_type"], [Finding(**f) for f in record["findings"]], record["supported"],
+                          record["crashed"], record["stats"])
+        return found, None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return None, f"unreadable ({type(exc).__name__})"
 
 
 def load(path: Path) -> Discovery | None:
-    try:
-        record = json.loads(path.read_text())
-        if record["format"] != FORMAT:
-            return None
-        return Discovery(record["device_type"], [Finding(**f) for f in record["findings"]], record["supported"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    return check(path)[0]
 
 
-def load_or_discover(device_type: str) -> Discovery:
+def summary(found: Discovery) -> str:
+    """One line: what `found` overrides and what crashed its probe, and what probing took."""
+    stats = found.stats
+    return (f"discovery {found.device_type}: {len(found.findings)} overrides, {len(found.crashed)} crashed in probing "
+            f"(probed {stats.get('probed')} overloads in {stats.get('seconds')} s, {stats.get('children')} processes)")
+
+
+def probed_at_import(device_types: list[str]) -> list[str]:
+    """The devices an import may probe (JITDTYPES_DISCOVERY); the others use cached results or get none."""
+    mode = os.environ.get(ENV, "").strip() or "auto"
+    if mode not in MODES:
+        raise ValueError(f"{ENV}={mode!r}: expected one of {', '.join(MODES)}")
+    return {"auto": list(device_types), "skip-cuda": [d for d in device_types if d != "cuda"], "cached": []}[mode]
+
+
+def load_or_discover_all(device_types: list[str], may_probe: list[str] | None = None) -> dict[str, Discovery]:
+    """Each device's results: cached, or probed (the devices in `may_probe`, default all, side by side). A
+    device that may not be probed and has no cached results gets none: PyTorch's kernels only."""
+    may_probe = list(device_types) if may_probe is None else may_probe
+    cached = {d: load(cache_path(d)) for d in device_types}
+    to_probe = [d for d in device_types if cached[d] is None and d in may_probe]
+    with concurrent.futures.ThreadPoolExecutor(max(1, len(to_probe))) as pool:
+        probing = {d: pool.submit(load_or_discover, d, len(to_probe)) for d in to_probe}
+        found = {d: cached[d] or (probing[d].result() if d in probing else None) for d in device_types}
+    for device_type, result in found.items():
+        if result is None:
+            log.warning("jitdtypes: %s=%s and no cached discovery results for %s: its 16-bit calls get PyTorch's "
+                        "kernels only (`jitdtypes warm` probes it ahead of time)", ENV, os.environ.get(ENV),
+                        device_type)
+            found[device_type] = Discovery(device_type, [], {}, stats={"skipped": True})
+    return found
+
+
+def load_or_discover(device_type: str, devices_at_once: int = 1) -> Discovery:
     """What is missing on `device_type`, from the cache when present, else by probing (then cached)."""
     path = cache_path(device_type)
     found = load(path)
     if found is not None:
         return found
+    workers = default_workers(devices_at_once)
     try:
         locations.ensure_dir(path.parent)
         with FileLock(str(path) + ".lock"):
             found = load(path)
             if found is None:
-                found = discover(device_type)
+                found = discover(device_type, workers=workers)
                 atomic.write_text(path, found.to_json())
             return found
     except OSError as exc:
         log.warning("jitdtypes: cache %s not writable (%s); discovery results kept in memory", path.parent, exc)
-        return discover(device_type)
+        return discover(device_type, workers=workers)
 
 
-def discover(device_type: str) -> Discovery:
+def default_workers(devices_at_once: int = 1) -> int:
+    """Probing children per device: the cores this process may use, shared among the devices probed at once."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cores // devices_at_once))
+
+
+class _Progress:
+    """A line on stderr (through the jitdtypes logger) every PROGRESS_EVERY_S while probing."""
+
+    def __init__(self, device_type: str, started: float):
+        self.device_type, self.started, self.last = device_type, started, started
+
+    def __call__(self, finished: int, crashed: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_EVERY_S:
+            self.last = now
+            log.warning("jitdtypes: probing %s: %d/%d overloads done, %d crashed [%.0f s]", self.device_type,
+                        finished, total, crashed, now - self.started)
+
+
+def discover(
+    device_type: str,
+    overloads: list[str] | None = None,
+    workers: int | None = None,
+    probe_timeout_s: float = probe_runner.PROBE_TIMEOUT_S,
+) -> Discovery:
+    """Probe `overloads` (default: every ATen overload worth probing) on `device_type` in `workers` child
+    processes (default: default_workers())."""
     started = time.monotonic()
-    log.warning(
-        "jitdtypes: probing which ATen kernels lack 16-bit complex support on %s "
-        "(once per torch build; takes about a minute)",
-        device_type,
-    )
-    candidates = [n for n in schema.all_aten_overloads() if probe.should_probe(schema.overload(n))]
-    outcomes = run_probes(device_type, candidates, installed=[])
+    names = schema.all_aten_overloads() if overloads is None else overloads
+    candidates = [n for n in names if probe.should_probe(schema.overload(n))]
+    workers = workers or default_workers()
+    log.warning("jitdtypes: probing which ATen kernels lack 16-bit complex support on %s: %d overloads, in up to "
+                "%d processes (once per torch build)", device_type, len(candidates), workers)
+    runs = []
+
+    def run(names, installed, bypass_probed=False, progress=None):
+        runs.append(probe_runner.run_probes(device_type, names, installed, bypass_probed, workers, probe_timeout_s,
+                                            progress))
+        return [o for o in runs[-1].outcomes.values() if o is not None]
+
+    outcomes = run(candidates, [], progress=_Progress(device_type, started))
     first = [_finding(o, device_type) for o in outcomes if o.needs_override]
     # Ops with their own backend kernel keep their overrides. A composite op (abs -> abs.out, arccos -> acos,
     # fft_rfft2 -> _fft_r2c) often failed only inside another failing op: it is probed again with every
     # override installed but its own bypassed, and keeps its override only if it still fails that way.
     own = [f for f in first if _has_own_backend_kernel(f.overload, device_type)]
     composites = [f.overload for f in first if not _has_own_backend_kernel(f.overload, device_type)]
-    still_failing = {o.overload: o for o in run_probes(device_type, composites, first, bypass_probed=True)
-                     if o.needs_override}
+    still_failing = {o.overload: o for o in run(composites, first, bypass_probed=True) if o.needs_override}
     kept = [_finding(o, device_type) for o in still_failing.values()]
     # Two composites could each have passed thanks to the other's override: check the dropped ones again
     # against exactly what will be installed.
     dropped = [name for name in composites if name not in still_failing]
-    kept += [_finding(o, device_type) for o in run_probes(device_type, dropped, own + kept) if o.needs_override]
+    kept += [_finding(o, device_type) for o in run(dropped, own + kept) if o.needs_override]
     backend = own + [f for f in kept if f.level == BACKEND]
     composite = [f for f in kept if f.level == COMPOSITE]
+    overridden = {f.overload for f in backend + composite}
+    crashed = {name: why for r in runs for name, why in r.crashed.items() if name not in overridden}
     supported: dict[str, list[str]] = {}
     for outcome in outcomes:
         for dtype, status in outcome.status.items():
             if status == probe.SUPPORTED:
                 supported.setdefault(dtype, []).append(outcome.overload)
+    seconds = time.monotonic() - started
     log.warning(
-        "jitdtypes: %d of %d overloads need overrides on %s (%d backend, %d composite) [%.1fs]",
-        len(backend) + len(composite), len(candidates), device_type, len(backend), len(composite),
-        time.monotonic() - started,
+        "jitdtypes: %d of %d overloads need overrides on %s (%d backend, %d composite), %d crashed their probe "
+        "and keep PyTorch's kernel [%.1fs]",
+        len(overridden), len(candidates), device_type, len(backend), len(composite), len(crashed), seconds,
     )
-    return Discovery(device_type, backend + composite, supported)
+    stats = {"probed": len(candidates), "workers": workers, "children": sum(r.children for r in runs),
+             "seconds": round(seconds, 2)}
+    return Discovery(device_type, backend + composite, supported, crashed, stats)
 
 
 def _finding(outcome: probe.Outcome, device_type: str) -> Finding:
     failing = {dtype: s for dtype, s in outcome.status.items() if s != probe.SUPPORTED}
     return Finding(outcome.overload, kernel_level(outcome.overload, device_type), failing, outcome.errors)
-
-
-def run_probes(
-    device_type: str, names: list[str], installed: list[Finding], bypass_probed: bool = False
-) -> list[probe.Outcome]:
-    """Probe `names` in child processes with `installed` overrides registered (each probed op's own override
-    bypassed if asked), restarting past any overload that kills its child."""
-    outcomes: dict[str, probe.Outcome | None] = {}
-    remaining = list(names)
-    with tempfile.TemporaryDirectory(prefix="jitdtypes-probe-") as tmp:
-        todo, progress, overrides = Path(tmp, "todo.json"), Path(tmp, "progress.jsonl"), Path(tmp, "ov.json")
-        overrides.write_text(json.dumps([dataclasses.asdict(f) for f in installed]))
-        while remaining:
-            todo.write_text(json.dumps(remaining))
-            progress.write_text("")
-            env = dict(os.environ, JITDTYPES_DISABLE="1", JITDTYPES_CPU_BACKEND="upcast", PYTHONWARNINGS="ignore")
-            cmd = [sys.executable, "-m", "jitdtypes.discovery", device_type, str(todo), str(progress), str(overrides),
-                   "bypass" if bypass_probed else "keep"]
-            try:
-                child = subprocess.run(cmd, env=env, timeout=CHILD_TIMEOUT_S, stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.PIPE, check=False)
-                stderr = child.stderr.decode(errors="replace")
-            except subprocess.TimeoutExpired as exc:
-                stderr = (exc.stderr or b"").decode(errors="replace")
-            if not progress.read_text():
-                raise RuntimeError(f"jitdtypes: the probing child process failed to start:\n{stderr[-2000:]}")
-            started = None
-            for line in progress.read_text().splitlines():
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    break  # the child died mid-line
-                if "start" in entry:
-                    started = entry["start"]
-                else:
-                    outcomes[entry["done"]] = probe.Outcome(**entry["outcome"]) if entry["outcome"] else None
-                    started = None
-            if started is not None:
-                log.debug("jitdtypes: %s crashed or hung its probe; it is left alone", started)
-                outcomes[started] = None
-            remaining = [n for n in remaining if n not in outcomes]
-    return [o for o in outcomes.values() if o is not None]
-
-
-def _child(device_type: str, todo: Path, progress: Path, overrides: Path, bypass_probed: bool) -> None:
-    from . import registrar
-
-    installed = [Finding(**f) for f in json.loads(overrides.read_text())]
-    keep_alive = registrar.install({device_type: installed}) if installed else None
-    with progress.open("a") as out:
-        for name in json.loads(todo.read_text()):
-            out.write(json.dumps({"start": name}) + "\n")
-            out.flush()
-            if bypass_probed:
-                registrar.bypassed = frozenset({name})
-            try:
-                outcome = probe.probe(schema.overload(name), device_type)
-            except Exception as exc:  # a bug in argument synthesis must not look like a crashing kernel
-                print(f"jitdtypes: probing {name} failed: {exc!r}", file=sys.stderr)
-                outcome = None
-            out.write(json.dumps({"done": name, "outcome": dataclasses.asdict(outcome) if outcome else None}) + "\n")
-            out.flush()
-    del keep_alive
-
-
-if __name__ == "__main__":
-    _child(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]), sys.argv[5] == "bypass")

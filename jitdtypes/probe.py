@@ -3,12 +3,18 @@
 Arguments are synthesized from the schema for a few shapes. A case counts only when the 32-bit reference
 (complex64, or float32 for ops that turn real input into complex output) succeeds; the same call with the
 16-bit dtype then either works or not. Nothing here is specific to a torch version.
+
+On CUDA a failing kernel (a device-side assert, an illegal address) raises "CUDA error: ..." and can leave the
+context unusable for every later call in the process. Each call is synchronized so the error surfaces in the
+call that caused it; then a tiny computation tells whether the device still works. If it does not, probing
+raises DeviceBroken: the overload's verdict is "crashed" and the process must not probe anything else.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Callable
 
 import torch
 
@@ -56,7 +62,16 @@ _INT_BY_NAME = {
     "correction": 1, "unbiased": 1, "num_classes": 3, "window_length": 3, "steps": 3, "upscale_factor": 1,
     "downscale_factor": 1, "blocksize": 1, "ord": 2, "signal_ndim": 1, "batch_dim": 0,
 }
+# Index, class-target and count tensors are zeros: in range for every non-empty dimension and class count, so
+# CUDA's bounds asserts never fire (a device-side assert poisons the whole process, see DeviceBroken).
 _INDEX_NAMES = ("index", "indices", "idx", "offsets", "lengths", "target", "repeats", "sorted_sequence_idx")
+# Tensors that must hold probabilities, rates, counts or deviations: negative values trip CUDA kernel asserts
+# (bernoulli, multinomial, binary_cross_entropy) or are invalid. They get values in (0, 1].
+_NONNEGATIVE_NAMES = ("p", "prob", "probs", "std", "count")
+_NONNEGATIVE_SELF_OPS = frozenset({
+    "aten::bernoulli", "aten::bernoulli_", "aten::multinomial", "aten::poisson",
+    "aten::binary_cross_entropy", "aten::binary_cross_entropy_backward",
+})
 _BOOL_NAMES = ("mask", "condition")
 # Arguments that are vectors next to matrices (mv, addmv, orgqr's tau, lu pivots, ...).
 _VECTOR_NAMES = ("vec", "vec1", "vec2", "tau", "input2", "pivots", "LU_pivots")
@@ -92,11 +107,13 @@ def should_probe(info: Overload) -> bool:
     return any(a.kind != OTHER for a in info.args) or info.has_dtype_arg
 
 
-def _data(shape, dtype, device, seed, positive_definite=False):
+def _data(shape, dtype, device, seed, positive_definite=False, nonnegative=False):
     # Multiples of 1/8 in [-1, 1]: exactly representable in every 16-bit dtype, so the reference and the
     # 16-bit call see identical values and only the dtype differs.
     gen = torch.Generator().manual_seed(seed)
     real = torch.randint(-8, 9, (2,) + tuple(shape), generator=gen).float() / 8
+    if nonnegative:
+        real = real.abs()
     real = real + (real == 0).float() * 0.625  # avoid zeros: log, division, reciprocal
     value = torch.complex(real[0], real[1]) if dtype.is_complex else real[0]
     if positive_definite:  # cholesky & co.: Hermitian, diagonally dominant, still multiples of 1/8
@@ -157,8 +174,10 @@ def _synthesize(info: Overload, case: Case, device: str):
     args, kwargs = [], {}
     positional_done = False  # after an omitted positional default, the rest is defaulted too
     vectors = case.vectors and _vector_names(info)
+    nonnegative = _NONNEGATIVE_NAMES + (("self",) if info.qualname in _NONNEGATIVE_SELF_OPS else ())
     for i, arg in enumerate(info.args):
-        value = _synthesize_one(arg, case, device, factory, seed=i, vector=bool(vectors) and arg.name in vectors)
+        value = _synthesize_one(arg, case, device, factory, seed=i, vector=bool(vectors) and arg.name in vectors,
+                                nonnegative=arg.name in nonnegative)
         if arg.name == "reduce" and arg.real_type == "str":
             value = _REDUCE_BY_OP.get(info.qualname, value)
         if value is _OMIT:
@@ -179,7 +198,7 @@ def _vector_names(info: Overload) -> frozenset:
 _OMIT = object()
 
 
-def _synthesize_one(arg, case: Case, device, factory, seed, vector):
+def _synthesize_one(arg, case: Case, device, factory, seed, vector, nonnegative):
     shape = case.shape
     if arg.kind != OTHER:
         if arg.kind == OPTIONAL_TENSOR:
@@ -196,7 +215,8 @@ def _synthesize_one(arg, case: Case, device, factory, seed, vector):
         elif arg.name in _BOOL_NAMES:
             tensor = torch.ones(shape, dtype=torch.bool, device=device)
         else:
-            tensor = _data(shape, case.data_dtype, device, seed, case.positive_definite and len(shape) >= 2)
+            tensor = _data(shape, case.data_dtype, device, seed, case.positive_definite and len(shape) >= 2,
+                           nonnegative)
             if case.conj and tensor.is_complex() and not arg.is_write:
                 tensor = tensor.conj()
         if arg.kind != TENSOR_LIST:
@@ -259,9 +279,22 @@ def _has_complex_output(result) -> bool:
     return False
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:200]
+
+
+Call = Callable[..., object]  # call(fn, *args, **kwargs): how probing runs an op
+
+
+class DeviceBroken(RuntimeError):
+    """A call failed with a CUDA error and the device no longer works: nothing else may run in this process."""
+
+
+def is_cuda_error(exc: BaseException) -> bool:
+    # torch raises RuntimeError (AcceleratorError since 2.8) with this prefix for every CUDA runtime failure,
+    # and for cuBLAS/cuSOLVER statuses too; whether the context survived is checked separately.
+    return "CUDA error" in str(exc)
 
 
 def _quietly(fn, *args, **kwargs):
@@ -270,8 +303,36 @@ def _quietly(fn, *args, **kwargs):
         return fn(*args, **kwargs)
 
 
-def probe(info: Overload, device: str = "cpu") -> Outcome | None:
-    """The verdict for `info` on `device`, or None when no reference call could be made to work."""
+def _quietly_synchronized(fn, *args, **kwargs):
+    try:
+        return _quietly(fn, *args, **kwargs)
+    finally:
+        torch.cuda.synchronize()  # an asynchronous kernel error is raised here, charged to this call
+
+
+def caller(device: str) -> Call:
+    """How probing calls ops on `device`: warnings silenced, and on CUDA synchronized after every call."""
+    return _quietly_synchronized if device.startswith("cuda") else _quietly
+
+
+def _device_works(device: str, call: Call) -> bool:
+    try:
+        return call(lambda: torch.ones(2, device=device).add(1).sum().item()) == 4.0
+    except Exception:  # noqa: BLE001 - any failure here means the context is gone
+        return False
+
+
+def _raise_if_device_broken(exc: Exception, device: str, call: Call) -> None:
+    """A CUDA error that leaves the device working (a library refusing the arguments, a bad launch
+    configuration) is the call's own failure; one that does not (a device-side assert) ends probing."""
+    if is_cuda_error(exc) and not _device_works(device, call):
+        raise DeviceBroken(first_line(exc)) from exc
+
+
+def probe(info: Overload, device: str = "cpu", call: Call | None = None) -> Outcome | None:
+    """The verdict for `info` on `device`, or None when no reference call could be made to work. Raises
+    DeviceBroken when a call leaves the device unusable."""
+    call = call or caller(device)
     results: dict[str, list[bool]] = {}
     errors: dict[str, str] = {}
     successes: dict[tuple, int] = {}
@@ -283,8 +344,9 @@ def probe(info: Overload, device: str = "cpu") -> Outcome | None:
         except LookupError:
             return None
         try:
-            reference = _quietly(info.op, *args, **kwargs)
-        except Exception:
+            reference = call(info.op, *args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - the reference cannot run on these arguments
+            _raise_if_device_broken(exc, device, call)
             continue
         successes[(case.data_dtype, case.choice)] = successes.get((case.data_dtype, case.choice), 0) + 1
         if case.data_dtype.is_complex:
@@ -298,18 +360,20 @@ def probe(info: Overload, device: str = "cpu") -> Outcome | None:
             if variant.conj:
                 args, kwargs = _synthesize(info, variant, device)
                 try:
-                    _quietly(info.op, *args, **kwargs)
-                except Exception:
+                    call(info.op, *args, **kwargs)
+                except Exception as exc:  # noqa: BLE001
+                    _raise_if_device_broken(exc, device, call)
                     continue
             for target in targets:
                 name = dtypes.NAMES[target]
                 try:
-                    _quietly(info.op, *[_as_target(a, target) for a in args],
-                             **{k: _as_target(v, target) for k, v in kwargs.items()})
+                    call(info.op, *[_as_target(a, target) for a in args],
+                         **{k: _as_target(v, target) for k, v in kwargs.items()})
                     results.setdefault(name, []).append(True)
                 except Exception as exc:  # noqa: BLE001 - any failure that the reference did not have
+                    _raise_if_device_broken(exc, device, call)
                     results.setdefault(name, []).append(False)
-                    errors.setdefault(name, _first_line(exc))
+                    errors.setdefault(name, first_line(exc))
     if not results:
         return None
     status = {
