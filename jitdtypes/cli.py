@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 
 def _print_table(rows: list[dict], columns: list[str]) -> None:
@@ -57,11 +58,19 @@ def _is_terminal() -> bool:
 def cmd_warm(args) -> int:
     import torch
 
-    from . import dtypes, warm
+    from . import aot, dtypes, warm
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        print("jitdtypes warm: --device cuda needs a CUDA device (kernel keys include its architecture)",
+    device = args.device or ("cuda" if torch.cuda.is_available() or args.arch else "cpu")
+    try:
+        arches = [aot.arch_named(name.strip()) for name in args.arch.split(",") if name.strip()] if args.arch else []
+    except ValueError as exc:
+        print(f"jitdtypes warm: {exc}", file=sys.stderr)
+        return 2
+    if arches and device != "cuda":
+        print("jitdtypes warm: --arch compiles for GPUs: use it with --device cuda", file=sys.stderr)
+        return 2
+    if device == "cuda" and not arches and not torch.cuda.is_available():
+        print("jitdtypes warm: no CUDA device here: name the GPU arches to compile for, e.g. --arch sm_80,sm_90",
               file=sys.stderr)
         return 2
     names = sorted(n for n, d in dtypes.BY_NAME.items() if d.is_complex) if args.dtype == "all" else [args.dtype]
@@ -77,15 +86,19 @@ def cmd_warm(args) -> int:
             print(f"\r\033[K[{done + 1}/{total}] {label}"[:160], end="", flush=True)
 
     guard_line = _warm_guard()
-    summary = warm.warm(names, device, ops, progress)
+    started = time.perf_counter()
+    summary = warm.warm(names, device, ops, progress, arches, max(1, args.jobs))
     if _is_terminal():
         print("\r\033[K", end="")
     for label, error in summary.failed:
         print(f"failed: {label}: {error}")
-    compiled = f", compiled {summary.compiled}" if device == "cuda" else ""
+    compiled = (f", compiled {summary.compiled} (Triton cache files {summary.triton_bytes:,} bytes)"
+                if device == "cuda" else "")
+    target = f"{device} {','.join(a.name for a in arches)}" if arches else device
     print(guard_line)
-    print(f"warm {','.join(names)} on {device}: {summary.total} kernels: generated {summary.generated}, "
-          f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}")
+    print(f"warm {','.join(names)} on {target}: {summary.total} kernels: generated {summary.generated}, "
+          f"already cached {summary.cached}{compiled}, failed {len(summary.failed)} "
+          f"[{time.perf_counter() - started:.0f} s]")
     return 1 if summary.failed else 0
 
 
@@ -257,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument("--dtype", required=True, choices=complex_names + ["all"])
     warm.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available, else cpu")
     warm.add_argument("--ops", help="comma-separated template ops (exp,mul,matmul,...); default: all")
+    warm.add_argument("--arch", help="comma-separated GPU arches (sm_80,sm_90,...) to compile for, no GPU needed; "
+                      "default with --device cuda: the local GPU's")
+    warm.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compile in this many processes")
     warm.set_defaults(run=cmd_warm)
 
     cache = commands.add_parser("cache", help="inspect and clean the kernel and guard cache").add_subparsers(
