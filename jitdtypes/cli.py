@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 
 def _print_table(rows: list[dict], columns: list[str]) -> None:
@@ -244,6 +245,40 @@ def cmd_cache_verify(args) -> int:
     return 1 if damaged and not args.fix else 0
 
 
+def cmd_cache_export(args) -> int:
+    from jitdtypes.cache_tools import transfer
+
+    from . import aot
+
+    try:
+        devices = {aot.device_kind(aot.arch_named(a.strip())) for a in args.arch.split(",")} if args.arch else None
+    except ValueError as exc:
+        print(f"jitdtypes cache export: {exc}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    report = transfer.export(args.file, dtype=args.dtype, devices=devices)
+    print(f"exported {report['entries']} entries ({report['files']} files, {report['bytes']:,} bytes) to {args.file}: "
+          f"{report['archive_bytes']:,} bytes [{time.perf_counter() - started:.1f} s]")
+    return 0 if report["entries"] else 1
+
+
+def cmd_cache_import(args) -> int:
+    from jitdtypes.cache_tools import locations, transfer
+
+    started = time.perf_counter()
+    try:
+        report = transfer.import_archive(args.file)
+    except transfer.ArchiveRefused as exc:
+        print(f"jitdtypes cache import: refused, nothing installed: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"jitdtypes cache import: {exc}", file=sys.stderr)
+        return 1
+    print(f"imported {report['entries']} entries into {locations.cache_root()}: installed {report['installed']}, "
+          f"already present {report['kept']} [{time.perf_counter() - started:.1f} s]")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from . import demo
 
@@ -299,6 +334,14 @@ def build_parser() -> argparse.ArgumentParser:
     verify = cache.add_parser("verify", help="check every entry's content hash, metadata and permissions")
     verify.add_argument("--fix", action="store_true", help="remove damaged entries (they regenerate on use)")
     verify.set_defaults(run=cmd_cache_verify)
+    export = cache.add_parser("export", help="write kernel entries and their compiled Triton code to a .tar.gz")
+    export.add_argument("file", type=Path)
+    export.add_argument("--dtype", choices=complex_names)
+    export.add_argument("--arch", help="comma-separated GPU arches (sm_80,sm_90,...): only kernels keyed for them")
+    export.set_defaults(run=cmd_cache_export)
+    load = cache.add_parser("import", help="verify an exported .tar.gz and install its entries into this cache")
+    load.add_argument("file", type=Path)
+    load.set_defaults(run=cmd_cache_import)
 
     demo = commands.add_parser("demo", help="ops plain PyTorch rejects, working, with their path and time")
     demo.set_defaults(run=cmd_demo)
