@@ -21,8 +21,8 @@ class Summary:
     total: int = 0
     generated: int = 0
     cached: int = 0
-    compiled: int = 0
-    triton_bytes: int = 0
+    compiled: int = 0  # Triton compilations (on a GPU: representative calls run)
+    triton_bytes: int = 0  # of the Triton cache files kept in kernel entries
     failed: list = dataclasses.field(default_factory=list)  # (label, error)
 
 
@@ -131,12 +131,16 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
                 summary.generated += generated
                 summary.cached += not generated
                 planned.append((entry, label, _distinct(recorded[first:])))
+        # kernels whose text is the same in several entries are one Triton compilation: compiled once
+        unique = {launch.key(): launch for _, _, launches in planned for launch in launches}
         if progress:
-            progress(len(kernels) - 1, len(kernels), f"{arch.name}: compiling {sum(len(p[2]) for p in planned)} "
-                     f"launches in {jobs} processes")
-        results = iter(aot.map_launches(_compile_to_files, [l for p in planned for l in p[2]], arch, jobs))
+            progress(len(kernels) - 1, len(kernels), f"{arch.name}: compiling {len(unique)} launches, {jobs} at once")
+        results = dict(zip(unique, aot.map_launches(_compile_to_files, list(unique.values()), arch, jobs)))
+        done_ok = [r for r in results.values() if not isinstance(r, str)]
+        summary.compiled += len(done_ok)
+        summary.triton_bytes += sum(len(data) for _, files in done_ok for data in files.values())
         for entry, label, launches in planned:
-            compiled = [next(results) for _ in launches]
+            compiled = [results[launch.key()] for launch in launches]
             errors = [r for r in compiled if isinstance(r, str)]
             if errors:
                 summary.failed.append((label, errors[0]))
@@ -145,6 +149,4 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
                 current = store.read(entry.key)
                 current.meta = triton_artifacts.attach(current.directory, current.meta, compiled)
                 store.write_meta(current)
-            summary.compiled += len(compiled)
-            summary.triton_bytes += sum(len(data) for _, files in compiled for data in files.values())
     return summary
