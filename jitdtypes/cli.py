@@ -87,7 +87,6 @@ def cmd_warm(args) -> int:
             print(f"\r\033[K[{done + 1}/{total}] {label}"[:160], end="", flush=True)
 
     guard_line = _warm_guard()
-    started = time.perf_counter()
     summary = warm.warm(names, device, ops, progress, arches, max(1, args.jobs))
     if _is_terminal():
         print("\r\033[K", end="")
@@ -98,8 +97,7 @@ def cmd_warm(args) -> int:
     target = f"{device} {','.join(a.name for a in arches)}" if arches else device
     print(guard_line)
     print(f"warm {','.join(names)} on {target}: {summary.total} kernels: generated {summary.generated}, "
-          f"already cached {summary.cached}{compiled}, failed {len(summary.failed)} "
-          f"[{time.perf_counter() - started:.0f} s]")
+          f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}")
     return 1 if summary.failed else 0
 
 
