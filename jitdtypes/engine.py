@@ -37,7 +37,8 @@ FAMILIES = ("unary", "binary", "ternary", "reductions", "scans", "matmul", "fft"
 UPCAST, TRITON_INTERPRET = "upcast", "triton-interpret"
 CPU_BACKENDS = (UPCAST, TRITON_INTERPRET)
 
-counters: Counter = Counter()  # generated, read_from_cache, read_from_layer, regenerated_corrupt, in_memory, loaded
+counters: Counter = Counter()  # generated, read_from_cache, read_from_layer, regenerated_corrupt, in_memory, loaded,
+#                                triton_entries_installed
 _warned: set[str] = set()
 _loaded: dict[tuple, object] = {}
 _lock = threading.RLock()

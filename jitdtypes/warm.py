@@ -147,6 +147,9 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
                 continue
             with store.lock(entry.key):  # another warm may be attaching to the same entry
                 current = store.read(entry.key)
+                if current is None:
+                    summary.failed.append((label, "the entry was removed while its launches compiled"))
+                    continue
                 current.meta = triton_artifacts.attach(current.directory, current.meta, compiled)
                 store.write_meta(current)
     return summary
