@@ -8,12 +8,14 @@ and torch.cuda's device queries answer for the target arch, so launchers pick th
 JITFunction.run on a GPU of that arch and writes its usual cache entry (TRITON_CACHE_DIR). Used by
 `jitdtypes warm --arch` and benchmarks/aot_check.py.
 
-Specializations the cases cover (what a warmed cache holds): tensors as torch allocates them (data pointers
-16-byte aligned: every pointer argument carries Triton's divisibility-16 attribute), contiguous and, for some
-ops, transposed; sizes and strides that are multiples of 16 (1024 x 1024 elementwise operands, 1M- and
-16M-element reductions, 1024 x 1024 scans, 4096^3 and 512^3 GEMMs, power-of-two FFT rows) plus the integer 1
-where a case has it (a unit stride, a matrix-vector product). A launch whose sizes are not multiples of 16, or
-whose pointer is offset by a non-multiple of 16 bytes, is another Triton specialization and compiles on first use.
+Specializations the cases cover (what a warmed cache holds, `Sizes`): tensors as torch allocates them (data
+pointers 16-byte aligned: every pointer argument carries Triton's divisibility-16 attribute), contiguous and, for
+some ops, transposed, each case twice: ALIGNED, with every size and stride a multiple of 16 (1024 x 1024
+elementwise operands, 1M- and 16M-element reductions, 1024 x 1024 scans, 4096^3 and 16 x 512^3 GEMMs, power-of-two
+FFT rows), and ODD, with none a multiple of 16 (999 x 999, 1M - 1 elements, 999^3 and 3 x 199^3 GEMMs, an odd FFT
+row count), plus the integer 1 where a case has it (a unit stride, a matrix-vector product). Launches that mix
+the two kinds of integers (a 1024 x 37 tensor: numel a multiple of 16, its stride not), or whose data pointer is
+offset by a non-multiple of 16 bytes (x[1:]), are other Triton specializations and compile on first use.
 """
 
 from __future__ import annotations
@@ -99,7 +101,29 @@ def _real(shape, dtype: str) -> torch.Tensor:
 STRIDED_SAMPLES = ("exp", "mul", "where")  # ops whose kernels are also compiled for transposed inputs
 
 
-def elementwise_cases(family, params: dict, run) -> list[Case]:
+class Sizes(NamedTuple):
+    """The sizes the cases use. Triton specializes every integer argument on whether it is divisible by 16 (or
+    is 1), so ALIGNED (every size and stride a multiple of 16) and ODD (none is, apart from unit strides) are
+    different compilations of the same launches."""
+
+    side: int  # of square operands
+    count: int  # elements of 1-D operands
+    big_count: int | None  # a second, larger 1-D reduction (None: skipped)
+    gemm: int  # M = K = N of the large products
+    batch: int
+    batch_side: int  # M = K = N of the batched product
+    row_delta: int  # added to the FFT row count
+
+
+ALIGNED = Sizes(side=1024, count=MILLION, big_count=16 * MILLION, gemm=4096, batch=16, batch_side=512, row_delta=0)
+ODD = Sizes(side=999, count=MILLION - 1, big_count=None, gemm=999, batch=3, batch_side=199, row_delta=-1)
+
+
+def _count(n: int) -> str:
+    return f"{n // MILLION}M" if n % MILLION == 0 else f"{n:,}"
+
+
+def elementwise_cases(family, params: dict, run, sizes: Sizes = ALIGNED) -> list[Case]:
     """Arguments follow `run`'s signature: floats for scalars, bool `condition`, part tensors for planar
     operands (NAME_re, NAME_im) and real results, complex tensors otherwise."""
     planar = params["layout"] == "planar"
@@ -122,14 +146,15 @@ def elementwise_cases(family, params: dict, run) -> list[Case]:
         return tuple(args)
 
     judge = frozenset() if planar else frozenset({WIDTH, STORE_WIDTH})
-    cases = [Case("1024x1024", arguments((1024, 1024)), judge)]
+    square = (sizes.side, sizes.side)
+    cases = [Case(f"{sizes.side}x{sizes.side}", arguments(square), judge)]
     if params["op"] in STRIDED_SAMPLES and not planar and not params["scalars"]:
-        cases.append(Case("1024x1024, inputs transposed", arguments((1024, 1024), transpose_inputs=True),
+        cases.append(Case(f"{sizes.side}x{sizes.side}, inputs transposed", arguments(square, transpose_inputs=True),
                           subset=False))
     return cases
 
 
-def reduction_cases(family, params: dict, run) -> list[Case]:
+def reduction_cases(family, params: dict, run, sizes: Sizes = ALIGNED) -> list[Case]:
     dtype, op = params["dtype"], params["op"]
     scalars = [1.0] if op in family.VARIANCE_OPS else [3.0] if params.get("ord") == "p" else []
 
@@ -140,31 +165,34 @@ def reduction_cases(family, params: dict, run) -> list[Case]:
             outs.append(_complex(shape, dtype))
         return (x, dims, *scalars, *outs)
 
-    square = _complex((1024, 1024), dtype)
-    return [
-        Case("full 1M", call(_complex((MILLION,), dtype), [0]), frozenset({WIDTH, FILL})),
-        Case("full 16M", call(_complex((16 * MILLION,), dtype), [0]), frozenset({WIDTH, FILL}), subset=False),
-        Case("inner dim of 1024x1024", call(square, [1]), frozenset({WIDTH, FILL})),
-        Case("outer dim of 1024x1024", call(square, [0]), frozenset({WIDTH, STORE_WIDTH, FILL}),
+    square, side = _complex((sizes.side, sizes.side), dtype), f"{sizes.side}x{sizes.side}"
+    cases = [Case(f"full {_count(sizes.count)}", call(_complex((sizes.count,), dtype), [0]), frozenset({WIDTH, FILL}))]
+    if sizes.big_count:
+        cases.append(Case(f"full {_count(sizes.big_count)}", call(_complex((sizes.big_count,), dtype), [0]),
+                          frozenset({WIDTH, FILL}), subset=False))
+    return cases + [
+        Case(f"inner dim of {side}", call(square, [1]), frozenset({WIDTH, FILL})),
+        Case(f"outer dim of {side}", call(square, [0]), frozenset({WIDTH, STORE_WIDTH, FILL}),
              {STORE_WIDTH: ("_finish_kernel",)}),
-        Case("inner dim of 1024x1024 transposed", call(square.t(), [1]), subset=False),
+        Case(f"inner dim of {side} transposed", call(square.t(), [1]), subset=False),
     ]
 
 
-def scan_cases(family, params: dict, run) -> list[Case]:
+def scan_cases(family, params: dict, run, sizes: Sizes = ALIGNED) -> list[Case]:
     dtype = params["dtype"]
-    square = _complex((1024, 1024), dtype)
+    square, side = _complex((sizes.side, sizes.side), dtype), f"{sizes.side}x{sizes.side}"
     judged = frozenset({WIDTH, STORE_WIDTH, FILL})
     writer = {STORE_WIDTH: ("_scan_kernel",)}
     return [
-        Case("1-D 1M", (_complex((MILLION,), dtype), 0, _complex((MILLION,), dtype)), judged, writer),
-        Case("dim 0 of 1024x1024", (square, 0, torch.empty_like(square)), judged, writer),
-        Case("dim 1 of 1024x1024", (square, 1, torch.empty_like(square)), frozenset({WIDTH, STORE_WIDTH})),
-        Case("dim 1 of 1024x1024 transposed", (square.t(), 1, torch.empty_like(square)), subset=False),
+        Case(f"1-D {_count(sizes.count)}", (_complex((sizes.count,), dtype), 0, _complex((sizes.count,), dtype)),
+             judged, writer),
+        Case(f"dim 0 of {side}", (square, 0, torch.empty_like(square)), judged, writer),
+        Case(f"dim 1 of {side}", (square, 1, torch.empty_like(square)), frozenset({WIDTH, STORE_WIDTH})),
+        Case(f"dim 1 of {side} transposed", (square.t(), 1, torch.empty_like(square)), subset=False),
     ]
 
 
-def matmul_cases(family, params: dict, run) -> list[Case]:
+def matmul_cases(family, params: dict, run, sizes: Sizes = ALIGNED) -> list[Case]:
     dtype = params["dtype"]
 
     def product(batch, m, k, n, *, bias=False, alpha=1.0, beta=0.0, transpose_a=False):
@@ -175,22 +203,23 @@ def matmul_cases(family, params: dict, run) -> list[Case]:
                 alpha.real, alpha.imag, beta.real, beta.imag)
 
     gemm, multiplier = frozenset({GEMM}), {GEMM: ("complex_matmul_kernel",)}
+    g, b, s = sizes.gemm, sizes.batch_side, sizes.side
     return [
-        Case("mm 4096^3", product(1, 4096, 4096, 4096), gemm, multiplier),
-        Case("addmm 4096^3, complex alpha and beta", product(1, 4096, 4096, 4096, bias=True, alpha=0.5 + 1j,
-                                                              beta=2j), gemm, multiplier, subset=False),
-        Case("bmm 16x512^3", product(16, 512, 512, 512), gemm, multiplier, subset=False),
-        Case("mm 1024^3, A transposed", product(1, 1024, 1024, 1024, transpose_a=True), subset=False),
-        Case("mv 4096x4096", product(1, 4096, 4096, 1), subset=False),
-        Case("dot 1M", product(1, 1, MILLION, 1)),
+        Case(f"mm {g}^3", product(1, g, g, g), gemm, multiplier),
+        Case(f"addmm {g}^3, complex alpha and beta", product(1, g, g, g, bias=True, alpha=0.5 + 1j, beta=2j), gemm,
+             multiplier, subset=False),
+        Case(f"bmm {sizes.batch}x{b}^3", product(sizes.batch, b, b, b), gemm, multiplier, subset=False),
+        Case(f"mm {s}^3, A transposed", product(1, s, s, s, transpose_a=True), subset=False),
+        Case(f"mv {g}x{g}", product(1, g, g, 1), subset=False),
+        Case(f"dot {_count(sizes.count)}", product(1, 1, sizes.count, 1)),
     ]
 
 
-def fft_cases(family, params: dict, run) -> list[Case]:
+def fft_cases(family, params: dict, run, sizes: Sizes = ALIGNED) -> list[Case]:
     """Contiguous rows. Rows of n/2 + 1 elements (r2c's one-sided output, c2r's input) start at odd element
     offsets every other row: no access wider than one element (32 bits) fits them, so those are not judged."""
     dtype, op, n = params["dtype"], params["op"], params["n"]
-    rows = max(8, MILLION // n)
+    rows = max(8, MILLION // n) + sizes.row_delta
     if op == "fft_c2c":
         return [Case(f"{rows} rows", (_complex((rows, 1, n), dtype), _complex((rows, 1, n), dtype), 1.0),
                      frozenset({WIDTH, STORE_WIDTH}))]

@@ -123,8 +123,9 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
                     name = re.sub(r"\W", "_", f"{family}_{params['op']}_{entry.key[:16]}")
                     module = common.exec_source(entry.source, f"jitdtypes_warm.{name}", filename=str(entry.source_path))
                     first = len(recorded)
-                    for case in aot.CASES[family](modules[family], params, module.run):
-                        module.run(*case.args)
+                    for sizes in (aot.ALIGNED, aot.ODD):
+                        for case in aot.CASES[family](modules[family], params, module.run, sizes):
+                            module.run(*case.args)
                 except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
                     summary.failed.append((label, f"{type(exc).__name__}: {exc}"))
                     continue

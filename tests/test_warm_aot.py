@@ -46,7 +46,7 @@ def test_warm_compiles_every_variant_for_the_arch_and_records_its_triton_entries
     assert len(records) == 4 and all(r.problem is None for r in records)
     assert {r.meta["device"] for r in records} == {aot.device_kind(aot.ARCHES["sm_90"])} == {"cuda-sm90"}
     for record in records:
-        assert record.meta["triton_cache"], record.key
+        assert len(record.meta["triton_cache"]) >= 2, record.key  # sizes that are multiples of 16, and not
         for triton in record.meta["triton_cache"]:
             for name in triton["files"]:  # the same bytes Triton wrote to its own cache
                 kept = record.directory / "triton" / triton["dir"] / name

@@ -99,6 +99,10 @@ def representative_calls():
         yield family, params, modules[family]
 
 
+def cases(family, module_family, params, run):
+    return [case for sizes in (aot.ALIGNED, aot.ODD) for case in aot.CASES[family](module_family, params, run, sizes)]
+
+
 def keys(other_cache: str) -> dict:
     """The Triton cache directory (base32 of sha256 of Triton's cache key) each launch gets on the AOT path, and
     the one Triton's runtime path gets for the same launch, compiling into another, empty Triton cache."""
@@ -112,7 +116,7 @@ def keys(other_cache: str) -> dict:
     for family, params, module_family in representative_calls():
         entry, _ = engine.ensure_source(KernelStore(), family, params, "cuda", aot.device_kind(ARCH))
         source_module = common.exec_source(entry.source, "aot_side", filename=str(entry.source_path))
-        for case in aot.CASES[family](module_family, params, source_module.run):
+        for case in cases(family, module_family, params, source_module.run):
             with aot.recording(ARCH) as launches:
                 source_module.run(*case.args)
             aot_dirs += [aot.compile_launch(launch, ARCH).hash for launch in launches]
@@ -120,7 +124,7 @@ def keys(other_cache: str) -> dict:
     for family, params, module_family in representative_calls():
         with runtime_path(ARCH), compilations() as events:
             run = engine.load_kernel(family, "cuda", params)
-            for case in aot.CASES[family](module_family, params, run):
+            for case in cases(family, module_family, params, run):
                 run(*case.args)
         runtime_dirs += [directory for directory, _ in events]
     from triton.runtime.cache import _base32
@@ -135,7 +139,7 @@ def program() -> dict:
     with runtime_path(ARCH), compilations() as events:
         for family, params, module_family in representative_calls():
             run = engine.load_kernel(family, "cuda", params)
-            for case in aot.CASES[family](module_family, params, run):
+            for case in cases(family, module_family, params, run):
                 run(*case.args)
     return {"compiled": sum(not hit for _, hit in events), "cache_hits": sum(hit for _, hit in events),
             "engine": dict(engine.counters)}
