@@ -186,15 +186,16 @@ def _child(code: str, cache: str, **env) -> dict:
 
 
 def _cli(cache: str, *args: str, **env) -> None:
-    subprocess.run([sys.executable, "-m", "jitdtypes.cli", *args], env={**os.environ, "JITDTYPES_CACHE_DIR": cache, **env},
-                   capture_output=True, text=True, check=True)
+    subprocess.run([sys.executable, "-m", "jitdtypes.cli", *args],
+                   env={**os.environ, "JITDTYPES_CACHE_DIR": cache, **env}, capture_output=True, text=True, check=True)
 
 
 def _seeded(source: str, target: str) -> str:
     """`target` as a cache holding `source`'s discovery results and compiled guard, no kernels."""
     for part in ("discovery", "guard"):
         if os.path.isdir(os.path.join(source, part)):
-            shutil.copytree(os.path.join(source, part), os.path.join(target, part), ignore=shutil.ignore_patterns("*.lock"))
+            shutil.copytree(os.path.join(source, part), os.path.join(target, part),
+                            ignore=shutil.ignore_patterns("*.lock"))
     return target
 
 

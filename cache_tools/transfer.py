@@ -70,7 +70,8 @@ def export(out: Path, root: Path | None = None, dtype: str | None = None, device
                and (devices is None or r.meta.get("device") in devices)]
     entries = {record.key: _entry_files(record.directory) for record in records}
     manifest = {"format": FORMAT, "created": time.time(),
-                "entries": {key: {name: _sha256(data) for name, data in files.items()} for key, files in entries.items()}}
+                "entries": {key: {name: _sha256(data) for name, data in files.items()}
+                            for key, files in entries.items()}}
     out = Path(out)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     try:
@@ -178,7 +179,8 @@ def _stage(archive: Path, staging: Path, limits: Limits) -> tuple[dict, dict[str
 
 
 def _verify(manifest, staged: dict[str, dict[str, str]], staging: Path) -> None:
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT or not isinstance(manifest.get("entries"), dict):
+    if (not isinstance(manifest, dict) or manifest.get("format") != FORMAT
+            or not isinstance(manifest.get("entries"), dict)):
         raise ArchiveRefused(f"no {MANIFEST} of format {FORMAT}")
     listed = manifest["entries"]
     if set(listed) != set(staged):

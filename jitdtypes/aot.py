@@ -72,8 +72,8 @@ WIDTH, STORE_WIDTH, FILL, GEMM = "width", "store width", "fill", "gemm"
 
 class Case(NamedTuple):
     """One call of a module's `run`, and the criteria benchmarks/aot_check holds the kernels it launches to:
-    WIDTH (global loads of interleaved contiguous operands at MIN_ACCESS_BITS or more), STORE_WIDTH (stores too: outputs with many
-    elements), FILL (FILL_PER_SM x SM count programs), GEMM (tensor-core code as the issue asks per arch).
+    WIDTH (global loads of interleaved contiguous operands at MIN_ACCESS_BITS or more), STORE_WIDTH (stores too:
+    outputs with many elements), FILL (FILL_PER_SM x SM count programs), GEMM (tensor-core code as the issue asks per arch).
     only: the kernels some criteria apply to, {criterion: kernel names} (all kernels when absent): STORE_WIDTH
     judges the kernels that write the outputs (a workspace of one fp32 value per program is not an operand),
     GEMM the one that multiplies. subset: part of aot_check --subset."""

@@ -55,6 +55,7 @@ def test_latency_rows_compare_first_calls_on_empty_and_imported_warm_caches(monk
                      ("first call exp", "0.01 s", "imported warm cache, empty Triton cache, 0 Triton compilations")]
     assert [(cache, args) for cache, args, _ in commands] == [
         ("warm", ("warm", "--dtype")), ("warm", ("cache", "export")), ("imported", ("cache", "import"))]
-    first_call_runs = [(cache, env["TRITON_CACHE_DIR"]) for code, cache, env in children if code is gpu_check._FIRST_CALLS]
+    first_call_runs = [(cache, env["TRITON_CACHE_DIR"]) for code, cache, env in children
+                       if code is gpu_check._FIRST_CALLS]
     assert [c.rsplit("/", 1)[-1] for c, _ in first_call_runs] == ["cache", "imported"]
     assert len({t for _, t in first_call_runs} | {commands[0][2]["TRITON_CACHE_DIR"]}) == 3  # no Triton cache shared
