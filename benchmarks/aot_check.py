@@ -12,6 +12,8 @@ read back with the wheel's cuobjdump: registers, spills, shared memory, the narr
 store, tensor-core and fp64 instructions, and for GEMMs the wgmma waits and whether operand tiles pass through
 registers on their way to shared memory inside the K loop.
 
+The cases, the recorder and the compile step live in jitdtypes/aot.py, which `jitdtypes warm --arch` shares.
+
 Prints one summary row per (arch, dtype, family) and every failed criterion (--kernels: one row per kernel
 too), or JSON with --json. Table runs append rows to benchmarks/results/aot_check.csv. --subset compiles a few
 variants per family (the CI test). Exit status 1 when a kernel does not compile or a criterion fails. Compiled
