@@ -12,6 +12,8 @@ read back with the wheel's cuobjdump: registers, spills, shared memory, the narr
 store, tensor-core and fp64 instructions, and for GEMMs the wgmma waits and whether operand tiles pass through
 registers on their way to shared memory inside the K loop.
 
+The cases, the recorder and the compile step live in jitdtypes/aot.py, which `jitdtypes warm --arch` shares.
+
 Prints one summary row per (arch, dtype, family) and every failed criterion (--kernels: one row per kernel
 too), or JSON with --json. Table runs append rows to benchmarks/results/aot_check.csv. --subset compiles a few
 variants per family (the CI test). Exit status 1 when a kernel does not compile or a criterion fails. Compiled
@@ -21,186 +23,24 @@ kernels land in Triton's cache (TRITON_CACHE_DIR), so a second run mostly reads 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
-import importlib
-import inspect
 import json
 import math
-import multiprocessing
-import pkgutil
 import re
 import subprocess
 import sys
 import tempfile
 import time
-import types
 import warnings
 from pathlib import Path
-from typing import NamedTuple
 
-import torch
-
-from jitdtypes import kernels_templates
+from jitdtypes.aot import (ARCHES, CASES, FILL, GEMM, STORE_WIDTH, WIDTH, Arch, Launch, compile_launch, families,
+                           map_launches, recording)
 from jitdtypes.kernels_templates import common
 
-
-class Arch(NamedTuple):
-    name: str
-    capability: int
-    sm_count: int  # of the GPU each arch is judged on: A100 (sm_80), H100/H200 SXM (sm_90)
-
-
-ARCHES = {"sm_80": Arch("sm_80", 80, 108), "sm_90": Arch("sm_90", 90, 132)}
 FILL_PER_SM = 2  # 1M-element reductions and scans launch at least this many programs per SM
 MIN_ACCESS_BITS = 64
 MAX_SM80_GEMM_REGISTERS = 240
-MILLION = 1 << 20
-
-# -- representative calls per family ------------------------------------------------------------------------
-
-WIDTH, STORE_WIDTH, FILL, GEMM = "width", "store width", "fill", "gemm"
-
-
-class Case(NamedTuple):
-    """One call of a module's `run`, and the criteria the kernels it launches are held to: WIDTH (global loads
-    of interleaved contiguous operands at MIN_ACCESS_BITS or more), STORE_WIDTH (stores too: outputs with many
-    elements), FILL (FILL_PER_SM x SM count programs), GEMM (tensor-core code as the issue asks per arch).
-    only: the kernels some criteria apply to, {criterion: kernel names} (all kernels when absent): STORE_WIDTH
-    judges the kernels that write the outputs (a workspace of one fp32 value per program is not an operand),
-    GEMM the one that multiplies. subset: part of --subset."""
-
-    label: str
-    args: tuple
-    judge: frozenset = frozenset()
-    only: dict = {}
-    subset: bool = True
-
-    def judged(self, kernel_name: str) -> list[str]:
-        return sorted(c for c in self.judge if kernel_name in self.only.get(c, (kernel_name,)))
-
-
-def _complex(shape, dtype: str) -> torch.Tensor:
-    t = torch.empty(shape, dtype=common.DTYPES[dtype])
-    torch.view_as_real(t).zero_()  # zeros() has no CPU kernel for bcomplex32 in torch itself
-    return t
-
-
-def _real(shape, dtype: str) -> torch.Tensor:
-    return torch.view_as_real(_complex(shape, dtype))[..., 0].contiguous()
-
-
-STRIDED_SAMPLES = ("exp", "mul", "where")  # ops whose kernels are also compiled for transposed inputs
-
-
-def elementwise_cases(family, params: dict, run) -> list[Case]:
-    """Arguments follow `run`'s signature: floats for scalars, bool `condition`, part tensors for planar
-    operands (NAME_re, NAME_im) and real results, complex tensors otherwise."""
-    planar = params["layout"] == "planar"
-    real_result = family.FAMILY == "unary" and params["op"] in family.REAL_RESULT
-
-    def arguments(shape, transpose_inputs=False):
-        args = []
-        for name, parameter in inspect.signature(run).parameters.items():
-            if parameter.annotation in (float, "float"):
-                args.append(0.5)
-                continue
-            output = name.startswith("out")
-            if name == "condition":
-                t = torch.zeros(shape, dtype=torch.bool)
-            elif name.endswith(("_re", "_im")) or (output and real_result):
-                t = _real(shape, params["dtype"])
-            else:
-                t = _complex(shape, params["dtype"])
-            args.append(t.t() if transpose_inputs and not output else t)
-        return tuple(args)
-
-    judge = frozenset() if planar else frozenset({WIDTH, STORE_WIDTH})
-    cases = [Case("1024x1024", arguments((1024, 1024)), judge)]
-    if params["op"] in STRIDED_SAMPLES and not planar and not params["scalars"]:
-        cases.append(Case("1024x1024, inputs transposed", arguments((1024, 1024), transpose_inputs=True),
-                          subset=False))
-    return cases
-
-
-def reduction_cases(family, params: dict, run) -> list[Case]:
-    dtype, op = params["dtype"], params["op"]
-    scalars = [1.0] if op in family.VARIANCE_OPS else [3.0] if params.get("ord") == "p" else []
-
-    def call(x, dims):
-        shape = [n for d, n in enumerate(x.shape) if d not in dims]
-        outs = [_complex(shape, dtype) if op in family.COMPLEX_RESULT_OPS else _real(shape, dtype)]
-        if op.endswith("_mean"):
-            outs.append(_complex(shape, dtype))
-        return (x, dims, *scalars, *outs)
-
-    square = _complex((1024, 1024), dtype)
-    return [
-        Case("full 1M", call(_complex((MILLION,), dtype), [0]), frozenset({WIDTH, FILL})),
-        Case("full 16M", call(_complex((16 * MILLION,), dtype), [0]), frozenset({WIDTH, FILL}), subset=False),
-        Case("inner dim of 1024x1024", call(square, [1]), frozenset({WIDTH, FILL})),
-        Case("outer dim of 1024x1024", call(square, [0]), frozenset({WIDTH, STORE_WIDTH, FILL}),
-             {STORE_WIDTH: ("_finish_kernel",)}),
-        Case("inner dim of 1024x1024 transposed", call(square.t(), [1]), subset=False),
-    ]
-
-
-def scan_cases(family, params: dict, run) -> list[Case]:
-    dtype = params["dtype"]
-    square = _complex((1024, 1024), dtype)
-    judged = frozenset({WIDTH, STORE_WIDTH, FILL})
-    writer = {STORE_WIDTH: ("_scan_kernel",)}
-    return [
-        Case("1-D 1M", (_complex((MILLION,), dtype), 0, _complex((MILLION,), dtype)), judged, writer),
-        Case("dim 0 of 1024x1024", (square, 0, torch.empty_like(square)), judged, writer),
-        Case("dim 1 of 1024x1024", (square, 1, torch.empty_like(square)), frozenset({WIDTH, STORE_WIDTH})),
-        Case("dim 1 of 1024x1024 transposed", (square.t(), 1, torch.empty_like(square)), subset=False),
-    ]
-
-
-def matmul_cases(family, params: dict, run) -> list[Case]:
-    dtype = params["dtype"]
-
-    def product(batch, m, k, n, *, bias=False, alpha=1.0, beta=0.0, transpose_a=False):
-        a = _complex((batch, k, m), dtype).transpose(1, 2) if transpose_a else _complex((batch, m, k), dtype)
-        addend = _complex((batch, m, n), dtype) if bias else None
-        alpha, beta = complex(alpha), complex(beta)
-        return (a, _complex((batch, k, n), dtype), _complex((batch, m, n), dtype), addend,
-                alpha.real, alpha.imag, beta.real, beta.imag)
-
-    gemm, multiplier = frozenset({GEMM}), {GEMM: ("complex_matmul_kernel",)}
-    return [
-        Case("mm 4096^3", product(1, 4096, 4096, 4096), gemm, multiplier),
-        Case("addmm 4096^3, complex alpha and beta", product(1, 4096, 4096, 4096, bias=True, alpha=0.5 + 1j,
-                                                              beta=2j), gemm, multiplier, subset=False),
-        Case("bmm 16x512^3", product(16, 512, 512, 512), gemm, multiplier, subset=False),
-        Case("mm 1024^3, A transposed", product(1, 1024, 1024, 1024, transpose_a=True), subset=False),
-        Case("mv 4096x4096", product(1, 4096, 4096, 1), subset=False),
-        Case("dot 1M", product(1, 1, MILLION, 1)),
-    ]
-
-
-def fft_cases(family, params: dict, run) -> list[Case]:
-    """Contiguous rows. Rows of n/2 + 1 elements (r2c's one-sided output, c2r's input) start at odd element
-    offsets every other row: no access wider than one element (32 bits) fits them, so those are not judged."""
-    dtype, op, n = params["dtype"], params["op"], params["n"]
-    rows = max(8, MILLION // n)
-    if op == "fft_c2c":
-        return [Case(f"{rows} rows", (_complex((rows, 1, n), dtype), _complex((rows, 1, n), dtype), 1.0),
-                     frozenset({WIDTH, STORE_WIDTH}))]
-    if op == "fft_r2c":
-        x = _real((rows, 1, n), dtype)
-        return [Case(f"{rows} rows, one-sided", (x, _complex((rows, 1, n // 2 + 1), dtype), 1.0), frozenset({WIDTH})),
-                Case(f"{rows} rows, two-sided", (x, _complex((rows, 1, n), dtype), 1.0),
-                     frozenset({WIDTH, STORE_WIDTH}), subset=False)]
-    return [Case(f"{rows} rows", (_complex((rows, 1, n // 2 + 1), dtype), _real((rows, 1, n), dtype), 1.0),
-                 frozenset({STORE_WIDTH}))]
-
-
-CASES = {
-    "unary": elementwise_cases, "binary": elementwise_cases, "ternary": elementwise_cases,
-    "reductions": reduction_cases, "scans": scan_cases, "matmul": matmul_cases, "fft": fft_cases,
-}
 
 # --subset: a few variants per family, enough to notice a template that stops compiling for real GPUs.
 SUBSET = {
@@ -212,16 +52,6 @@ SUBSET = {
     "matmul": lambda p: not p["conj_a"] and not p["conj_b"],
     "fft": lambda p: (p["op"], p["n"], p["inverse"]) in (("fft_c2c", 1024, False), ("fft_c2r", 2048, True)),
 }
-
-
-def families() -> dict:
-    """Every family module of kernels_templates (a module that declares FAMILY), by family name."""
-    found = {}
-    for info in pkgutil.iter_modules(kernels_templates.__path__):
-        module = importlib.import_module(f"jitdtypes.kernels_templates.{info.name}")
-        if hasattr(module, "FAMILY"):
-            found[module.FAMILY] = module
-    return found
 
 
 _SOURCES = Path(tempfile.mkdtemp(prefix="jitdtypes-aot-check-"))
@@ -238,69 +68,6 @@ def load_module(family, params: dict):
 
 def variant_label(params: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items() if k not in ("dtype", "interpret"))
-
-
-# -- recording launches -------------------------------------------------------------------------------------
-
-class Launch(NamedTuple):
-    kernel: object  # the JITFunction
-    grid: tuple
-    signature: dict
-    constexprs: dict
-    attrs: dict
-    options: object  # the backend's options (num_warps, num_stages, ...)
-
-    def key(self) -> str:
-        return repr((self.kernel.cache_key, sorted(self.signature.items()), sorted(self.constexprs.items()),
-                     sorted(self.attrs.items()), sorted(self.options.__dict__.items())))
-
-
-def gpu_target(arch: Arch):
-    from triton.backends.compiler import GPUTarget
-
-    return GPUTarget("cuda", arch.capability, 32)
-
-
-@contextlib.contextmanager
-def recording(arch: Arch):
-    """Launches inside the block are recorded, not run, specialized for `arch` as JITFunction.run specializes
-    them (an autotuned kernel's launch records one launch per config: each must compile); torch.cuda's device
-    queries answer for `arch`."""
-    from triton.compiler import make_backend
-    from triton.runtime.autotuner import Autotuner
-    from triton.runtime.jit import JITFunction, create_function_from_signature
-
-    backend = make_backend(gpu_target(arch))
-    launches: list[Launch] = []
-
-    def record(kernel, *args, grid, warmup, **kwargs):
-        binder = create_function_from_signature(kernel.signature, kernel.params, backend)
-        bound_args, specialization, options = binder(*args, **kwargs)
-        options, signature, constexprs, attrs = kernel._pack_args(backend, kwargs, bound_args, specialization,
-                                                                   options)
-        grid = grid(bound_args) if callable(grid) else grid
-        launches.append(Launch(kernel, tuple(int(g) for g in grid), signature, constexprs, attrs, options))
-
-    def record_configs(tuner, *args, grid, warmup, **kwargs):
-        for config in tuner.configs:
-            tuner.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
-
-    properties = types.SimpleNamespace(multi_processor_count=arch.sm_count, name=arch.name,
-                                       major=arch.capability // 10, minor=arch.capability % 10)
-    patches = [
-        (JITFunction, "run", record),
-        (Autotuner, "run", record_configs),
-        (torch.cuda, "get_device_properties", lambda device=None: properties),
-        (torch.cuda, "get_device_capability", lambda device=None: (properties.major, properties.minor)),
-    ]
-    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
-    for owner, name, value in patches:
-        setattr(owner, name, value)
-    try:
-        yield launches
-    finally:
-        for owner, name, value in saved:
-            setattr(owner, name, value)
 
 
 def collect(arch: Arch, selected: dict, dtypes, subset: bool) -> tuple[list[dict], list[Launch], list[dict]]:
@@ -437,14 +204,10 @@ def inspect_compiled(compiled, arch: Arch, options) -> dict:
     }
 
 
-def compile_launch(launch: Launch, arch: Arch) -> dict:
-    import triton
-    from triton.compiler import ASTSource
-
+def compile_and_inspect(launch: Launch, arch: Arch) -> dict:
     started = time.perf_counter()
     try:
-        source = ASTSource(launch.kernel, launch.signature, launch.constexprs, launch.attrs)
-        compiled = triton.compile(source, target=gpu_target(arch), options=launch.options.__dict__)
+        compiled = compile_launch(launch, arch)
         result = {"compiled": True, **inspect_compiled(compiled, arch, launch.options)}
     except Exception as exc:  # noqa: BLE001 - a kernel that does not compile is a row of the report
         cause = exc.__cause__ or exc  # Triton's CompilationError names the source line, its cause the problem
@@ -452,25 +215,6 @@ def compile_launch(launch: Launch, arch: Arch) -> dict:
         result = {"compiled": False, "error": f"{type(cause).__name__}: {message[:300]}"}
     result["compile_s"] = round(time.perf_counter() - started, 2)
     return result
-
-
-_pending: list[tuple[Launch, Arch]] = []
-
-
-def _compile_pending(i: int) -> dict:
-    return compile_launch(*_pending[i])
-
-
-def compile_all(launches: list[Launch], arch: Arch, jobs: int) -> list[dict]:
-    _pending[:] = [(launch, arch) for launch in launches]
-    try:
-        if jobs <= 1:
-            return [_compile_pending(i) for i in range(len(launches))]
-        # fork: the workers inherit the rendered modules and the recorded launches
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            return pool.map(_compile_pending, range(len(launches)), chunksize=1)
-    finally:
-        _pending.clear()
 
 
 # -- criteria and tables ---------------------------------------------------------------------------------------
@@ -570,7 +314,7 @@ def check(arch_names, dtypes, family_names, subset: bool, jobs: int) -> tuple[li
     for arch_name in arch_names:
         arch = ARCHES[arch_name]
         rows, launches, fills = collect(arch, selected, dtypes, subset)
-        for row, result in zip(rows, compile_all(launches, arch, jobs)):
+        for row, result in zip(rows, map_launches(compile_and_inspect, launches, arch, jobs)):
             row.update(result)
             row["failures"] = failures(row, arch)
         for fill in fills:

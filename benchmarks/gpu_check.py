@@ -10,8 +10,10 @@ triton.testing.do_bench medians: elementwise, reduction (full, inner dim, outer 
 inner dim) GB/s against a same-size copy_ and times against complex64, complex GEMM TFLOP/s (8*M*N*K flops)
 against real fp16/bf16 torch.mm and complex64 torch.matmul, FFT against complex64 torch.fft.fft. Latency rows:
 discovery (both device types side by side, and each one's time, overrides and crashed overloads) and the rest
-of a first import with an empty cache, a warm import, and the first
-call of one op per family with no compiled kernels (render, compile, autotune, run), each in a fresh process.
+of a first import with an empty cache, a warm import, and the first call of one op per family (render, compile,
+autotune, run) with its Triton compilations counted, each in a fresh process: once with empty kernel and Triton
+caches, once with a cache that `jitdtypes warm` filled for this GPU, exported and imported into an empty one
+(Triton's cache empty too).
 Rows are also appended to benchmarks/results/gpu_check.csv.
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -148,30 +151,54 @@ import jitdtypes
 print(json.dumps({"import": time.perf_counter() - start}))
 """
 
-# One op per family, each the first call of its kernel in the process (nothing compiled on disk either).
+# One op per family, each the first call of its kernel in the process, and the Triton compilations it caused
+# (Triton's compilation listener, where this triton has one).
 _FIRST_CALLS = """
 import json, time
 import torch, jitdtypes
+compiled = []
+try:
+    from triton import knobs
+    knobs.compilation.listener = lambda **event: compiled.append(not event.get("cache_hit", False))
+except (ImportError, AttributeError):
+    compiled = None
 x = torch.randn(256, 256, device="cuda", dtype=torch.complex64).to(torch.complex32)
 calls = {
     "exp": lambda: torch.exp(x), "add": lambda: x + x, "sum": lambda: x.sum(), "cumsum": lambda: x.cumsum(0),
     "mm (autotunes)": lambda: x @ x, "fft": lambda: torch.fft.fft(x), "where": lambda: torch.where(x.real > 0, x, x),
 }
-seconds = {}
+seconds, compiles = {}, {}
 for label, call in calls.items():
+    before = sum(compiled) if compiled is not None else 0
     torch.cuda.synchronize()
     start = time.perf_counter()
     call()
     torch.cuda.synchronize()
     seconds[label] = time.perf_counter() - start
-print(json.dumps(seconds))
+    compiles[label] = sum(compiled) - before if compiled is not None else None
+print(json.dumps({"seconds": seconds, "compiled": compiles}))
 """
-
+# The template ops those calls use: what `jitdtypes warm` compiles for the imported-cache rows.
+FIRST_CALL_OPS = "exp,add,sum,cumsum,matmul,fft_c2c,where"
 
 def _child(code: str, cache: str, **env) -> dict:
     run = subprocess.run([sys.executable, "-c", code], env={**os.environ, "JITDTYPES_CACHE_DIR": cache, **env},
                          capture_output=True, text=True, check=True)
     return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def _cli(cache: str, *args: str, **env) -> None:
+    subprocess.run([sys.executable, "-m", "jitdtypes.cli", *args],
+                   env={**os.environ, "JITDTYPES_CACHE_DIR": cache, **env}, capture_output=True, text=True, check=True)
+
+
+def _seeded(source: str, target: str) -> str:
+    """`target` as a cache holding `source`'s discovery results and compiled guard, no kernels."""
+    for part in ("discovery", "guard"):
+        if os.path.isdir(os.path.join(source, part)):
+            shutil.copytree(os.path.join(source, part), os.path.join(target, part),
+                            ignore=shutil.ignore_patterns("*.lock"))
+    return target
 
 
 def latency_rows() -> list[dict]:
@@ -181,14 +208,29 @@ def latency_rows() -> list[dict]:
         rows.append({"kind": "latency", "metric": metric, "dtype": "-", "ours": f"{seconds:.3g} s",
                      "baseline": note, "ratio": ""})
 
-    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as triton_cache:
+    def first_calls(note, cache, triton_cache):
+        report = _child(_FIRST_CALLS, cache, TRITON_CACHE_DIR=triton_cache)
+        for label, seconds in report["seconds"].items():
+            count = report["compiled"][label]
+            latency(f"first call {label}", seconds,
+                    note + ("" if count is None else f", {count} Triton compilation{'s' * (count != 1)}"))
+
+    with tempfile.TemporaryDirectory() as scratch:
+        cache, paths = os.path.join(scratch, "cache"), {name: os.path.join(scratch, name) for name in (
+            "triton-empty", "warm", "triton-warm", "imported", "triton-imported")}
         first = _child(_DISCOVER, cache, JITDTYPES_DISABLE="1")
         for part, seconds in first["seconds"].items():
             latency(f"first import: {part}" if part == "guard and install" else f"first import: discovery {part}",
                     seconds, first["notes"].get(part, "empty cache"))
         latency("import, warm cache", _child(_IMPORT, cache)["import"], "fresh process")
-        for label, seconds in _child(_FIRST_CALLS, cache, TRITON_CACHE_DIR=triton_cache).items():
-            latency(f"first call {label}", seconds, "no kernel cached or compiled")
+        first_calls("empty kernel and Triton caches", cache, paths["triton-empty"])
+        # A cache warmed for this GPU elsewhere (here: another directory), exported, imported into an empty one.
+        archive = os.path.join(scratch, "warm.tar.gz")
+        _cli(_seeded(cache, paths["warm"]), "warm", "--dtype", "complex32", "--device", "cuda", "--ops", FIRST_CALL_OPS,
+             TRITON_CACHE_DIR=paths["triton-warm"])
+        _cli(paths["warm"], "cache", "export", str(archive))
+        _cli(_seeded(cache, paths["imported"]), "cache", "import", str(archive))
+        first_calls("imported warm cache, empty Triton cache", paths["imported"], paths["triton-imported"])
     return rows
 
 

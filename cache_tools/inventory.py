@@ -9,7 +9,7 @@ import shutil
 import time
 from pathlib import Path
 
-from . import locations
+from . import locations, triton_artifacts
 from .guard_store import LIBRARY, GuardStore
 from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
 
@@ -38,7 +38,7 @@ class Record:
 
 
 def _size(directory: Path) -> int:
-    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file()) if directory.is_dir() else 0
+    return sum(p.lstat().st_size for p in directory.rglob("*") if p.is_file()) if directory.is_dir() else 0
 
 
 def scan(root: Path | None = None) -> list[Record]:
@@ -47,8 +47,8 @@ def scan(root: Path | None = None) -> list[Record]:
     records = []
     if not store.root.is_dir():
         return records
-    for shard in sorted(p for p in store.root.iterdir() if p.is_dir()):
-        for directory in sorted(p for p in shard.iterdir() if p.is_dir()):
+    for shard in sorted(p for p in store.root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for directory in sorted(p for p in shard.iterdir() if p.is_dir() and not p.name.startswith(".")):
             key, problem, meta = directory.name, None, {}
             try:
                 meta = json.loads((directory / META).read_text())
@@ -61,6 +61,8 @@ def scan(root: Path | None = None) -> list[Record]:
                     store.read(key)
                 except (CorruptEntry, InsecureEntry, OSError) as exc:
                     problem = str(exc).replace(f"{directory}: ", "")
+            if problem is None:
+                problem = "; ".join(triton_artifacts.problems(directory, meta)) or None
             records.append(Record(key, directory, meta, problem, _size(directory)))
     return records
 

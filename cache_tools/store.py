@@ -2,6 +2,9 @@
 
     <root>/kernels/<key[:2]>/<key>/kernel.py    rendered Triton module
     <root>/kernels/<key[:2]>/<key>/meta.json    {"key", "sha256", "bytes", "created", "last_used", ...}
+    <root>/kernels/<key[:2]>/<key>/triton/<dir>/ Triton cache files compiled ahead of time for this kernel
+                                                (meta["triton_cache"]: their Triton cache directory names and sha256s,
+                                                see triton_artifacts.py)
     <root>/kernels/<key[:2]>/<key>.lock         serializes generation of one key across processes
 
 Source is written before metadata, each atomically (temp name + os.replace), so an entry without valid
@@ -35,15 +38,26 @@ class InsecureEntry(Exception):
     """An entry, or a directory above it, could have been written by someone else: it is not imported."""
 
 
-def check_private(path: Path) -> None:
-    """Raise InsecureEntry unless `path` is owned by this user, not group/world writable, not a symlink."""
+def this_user() -> frozenset[int]:
+    return frozenset({os.getuid()}) if hasattr(os, "getuid") else frozenset()
+
+
+def check_trusted(path: Path, owners: frozenset[int]) -> None:
+    """Raise InsecureEntry unless `path` is owned by one of `owners`, not group/world writable, not a symlink
+    (no owners: a platform without uids, where ownership is not checked)."""
     info = path.lstat()
     if stat.S_ISLNK(info.st_mode):
         raise InsecureEntry(f"{path} is a symbolic link")
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        raise InsecureEntry(f"{path} is owned by uid {info.st_uid}, not by this user")
+    if owners and info.st_uid not in owners:
+        who = "this user" if owners == this_user() else "this user or root"
+        raise InsecureEntry(f"{path} is owned by uid {info.st_uid}, not by {who}")
     if info.st_mode & 0o022:
         raise InsecureEntry(f"{path} is writable by group or others (mode {stat.S_IMODE(info.st_mode):o})")
+
+
+def check_private(path: Path) -> None:
+    """Raise InsecureEntry unless `path` is owned by this user, not group/world writable, not a symlink."""
+    check_trusted(path, this_user())
 
 
 @dataclasses.dataclass
@@ -63,8 +77,12 @@ def sha256(text: str) -> str:
 
 
 class KernelStore:
-    def __init__(self, root: Path | None = None) -> None:
+    """owners: the uids an entry and its directories may belong to (default: this user; read-only layers also
+    accept root, see layers.py)."""
+
+    def __init__(self, root: Path | None = None, owners: frozenset[int] | None = None) -> None:
         self.root = (root or locations.cache_root()) / "kernels"
+        self.owners = this_user() if owners is None else owners
 
     def directory(self, key: str) -> Path:
         return self.root / key[:2] / key
@@ -81,7 +99,7 @@ class KernelStore:
             return None
         for path in (self.root.parent, self.root, directory.parent, directory, directory / SOURCE, directory / META):
             if path.exists():
-                check_private(path)
+                check_trusted(path, self.owners)
         try:
             meta = json.loads((directory / META).read_text())
             source = (directory / SOURCE).read_text()
@@ -106,6 +124,10 @@ class KernelStore:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         return Entry(key, directory, source, meta)
+
+    def write_meta(self, entry: Entry) -> None:
+        """Replace an entry's metadata (callers hold its lock)."""
+        atomic.write_text(entry.directory / META, json.dumps(entry.meta, indent=1, sort_keys=True))
 
     def touch(self, entry: Entry) -> None:
         """Record a use (best effort: a read-only cache still serves its entries)."""

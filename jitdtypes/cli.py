@@ -7,6 +7,8 @@ import json
 import os
 import signal
 import sys
+import time
+from pathlib import Path
 
 
 def _print_table(rows: list[dict], columns: list[str]) -> None:
@@ -59,11 +61,19 @@ def _is_terminal() -> bool:
 def cmd_warm(args) -> int:
     import torch
 
-    from . import dtypes, warm
+    from . import aot, dtypes, warm
 
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        print("jitdtypes warm: --device cuda needs a CUDA device (kernel keys include its architecture)",
+    device = args.device or ("cuda" if torch.cuda.is_available() or args.arch else "cpu")
+    try:
+        arches = [aot.arch_named(name.strip()) for name in args.arch.split(",") if name.strip()] if args.arch else []
+    except ValueError as exc:
+        print(f"jitdtypes warm: {exc}", file=sys.stderr)
+        return 2
+    if arches and device != "cuda":
+        print("jitdtypes warm: --arch compiles for GPUs: use it with --device cuda", file=sys.stderr)
+        return 2
+    if device == "cuda" and not arches and not torch.cuda.is_available():
+        print("jitdtypes warm: no CUDA device here: name the GPU arches to compile for, e.g. --arch sm_80,sm_90",
               file=sys.stderr)
         return 2
     names = sorted(n for n, d in dtypes.BY_NAME.items() if d.is_complex) if args.dtype == "all" else [args.dtype]
@@ -80,14 +90,16 @@ def cmd_warm(args) -> int:
 
     guard_line = _warm_guard()
     _warm_discovery()
-    summary = warm.warm(names, device, ops, progress)
+    summary = warm.warm(names, device, ops, progress, arches, max(1, args.jobs))
     if _is_terminal():
         print("\r\033[K", end="")
     for label, error in summary.failed:
         print(f"failed: {label}: {error}")
-    compiled = f", compiled {summary.compiled}" if device == "cuda" else ""
+    compiled = (f", compiled {summary.compiled} (Triton cache files {summary.triton_bytes:,} bytes)"
+                if device == "cuda" else "")
+    target = f"{device} {','.join(a.name for a in arches)}" if arches else device
     print(guard_line)
-    print(f"warm {','.join(names)} on {device}: {summary.total} kernels: generated {summary.generated}, "
+    print(f"warm {','.join(names)} on {target}: {summary.total} kernels: generated {summary.generated}, "
           f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}")
     return 1 if summary.failed else 0
 
@@ -244,6 +256,40 @@ def cmd_cache_verify(args) -> int:
     return 1 if damaged and not args.fix else 0
 
 
+def cmd_cache_export(args) -> int:
+    from jitdtypes.cache_tools import transfer
+
+    from . import aot
+
+    try:
+        devices = {aot.device_kind(aot.arch_named(a.strip())) for a in args.arch.split(",")} if args.arch else None
+    except ValueError as exc:
+        print(f"jitdtypes cache export: {exc}", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    report = transfer.export(args.file, dtype=args.dtype, devices=devices)
+    print(f"exported {report['entries']} entries ({report['files']} files, {report['bytes']:,} bytes) to {args.file}: "
+          f"{report['archive_bytes']:,} bytes [{time.perf_counter() - started:.1f} s]")
+    return 0 if report["entries"] else 1
+
+
+def cmd_cache_import(args) -> int:
+    from jitdtypes.cache_tools import locations, transfer
+
+    started = time.perf_counter()
+    try:
+        report = transfer.import_archive(args.file)
+    except transfer.ArchiveRefused as exc:
+        print(f"jitdtypes cache import: refused, nothing installed: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"jitdtypes cache import: {exc}", file=sys.stderr)
+        return 1
+    print(f"imported {report['entries']} entries into {locations.cache_root()}: installed {report['installed']}, "
+          f"already present {report['kept']} [{time.perf_counter() - started:.1f} s]")
+    return 0
+
+
 def cmd_demo(args) -> int:
     from . import demo
 
@@ -270,6 +316,9 @@ def build_parser() -> argparse.ArgumentParser:
     warm.add_argument("--dtype", required=True, choices=complex_names + ["all"])
     warm.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available, else cpu")
     warm.add_argument("--ops", help="comma-separated template ops (exp,mul,matmul,...); default: all")
+    warm.add_argument("--arch", help="comma-separated GPU arches (sm_80,sm_90,...) to compile for, no GPU needed; "
+                      "default with --device cuda: the local GPU's")
+    warm.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="compile in this many processes")
     warm.set_defaults(run=cmd_warm)
 
     cache = commands.add_parser("cache", help="inspect and clean the kernel and guard cache").add_subparsers(
@@ -296,6 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
     verify = cache.add_parser("verify", help="check every entry's content hash, metadata and permissions")
     verify.add_argument("--fix", action="store_true", help="remove damaged entries (they regenerate on use)")
     verify.set_defaults(run=cmd_cache_verify)
+    export = cache.add_parser("export", help="write kernel entries and their compiled Triton code to a .tar.gz")
+    export.add_argument("file", type=Path)
+    export.add_argument("--dtype", choices=complex_names)
+    export.add_argument("--arch", help="comma-separated GPU arches (sm_80,sm_90,...): only kernels keyed for them")
+    export.set_defaults(run=cmd_cache_export)
+    load = cache.add_parser("import", help="verify an exported .tar.gz and install its entries into this cache")
+    load.add_argument("file", type=Path)
+    load.set_defaults(run=cmd_cache_import)
 
     demo = commands.add_parser("demo", help="ops plain PyTorch rejects, working, with their path and time")
     demo.set_defaults(run=cmd_demo)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from jitdtypes.cache_tools import layers, triton_artifacts
 from jitdtypes.cache_tools.store import CorruptEntry, Entry, InsecureEntry, KernelStore
 from jitdtypes.kernels_templates import common
 
@@ -36,7 +37,8 @@ FAMILIES = ("unary", "binary", "ternary", "reductions", "scans", "matmul", "fft"
 UPCAST, TRITON_INTERPRET = "upcast", "triton-interpret"
 CPU_BACKENDS = (UPCAST, TRITON_INTERPRET)
 
-counters: Counter = Counter()  # generated, read_from_cache, regenerated_corrupt, in_memory, loaded
+counters: Counter = Counter()  # generated, read_from_cache, read_from_layer, regenerated_corrupt, in_memory, loaded,
+#                                triton_entries_installed
 _warned: set[str] = set()
 _loaded: dict[tuple, object] = {}
 _lock = threading.RLock()
@@ -135,21 +137,23 @@ def _templates_digest() -> str:
 
 
 def _device_kind(device_type: str) -> str:
+    # `jitdtypes warm --arch` names the same kinds for GPUs it does not have (aot.device_kind)
     if device_type == "cuda":
         major, minor = torch.cuda.get_device_capability()
         return f"cuda-sm{major}{minor}"
     return "cpu-interpreter"
 
 
-def _environment(family: str, params: dict, device_type: str) -> dict:
+def _environment(family: str, params: dict, device_type: str, kind: str | None = None) -> dict:
     import triton
 
     return {"family": family, "params": params, "templates": _templates_digest(), "jitdtypes": __version__,
-            "triton": triton.__version__, "torch": torch.__version__, "device": _device_kind(device_type)}
+            "triton": triton.__version__, "torch": torch.__version__, "device": kind or _device_kind(device_type)}
 
 
-def kernel_key(family: str, params: dict, device_type: str) -> str:
-    environment = _environment(family, params, device_type)
+def kernel_key(family: str, params: dict, device_type: str, kind: str | None = None) -> str:
+    """kind: the device kind to key for (default: this process's device of that type)."""
+    environment = _environment(family, params, device_type, kind)
     return hashlib.sha256(json.dumps(environment, sort_keys=True).encode()).hexdigest()
 
 
@@ -157,11 +161,12 @@ def _render(family: str, params: dict) -> str:
     return importlib.import_module(f"jitdtypes.kernels_templates.{family}").render(params)
 
 
-def ensure_source(store: KernelStore, family: str, params: dict, device_type: str) -> tuple[Entry, bool]:
+def ensure_source(store: KernelStore, family: str, params: dict, device_type: str,
+                  kind: str | None = None) -> tuple[Entry, bool]:
     """Check, lock, check again: (the cached entry, False) if its content hash verifies, else (a freshly
     rendered and written one, True). Raises OSError when the cache cannot be written and InsecureEntry when
     the entry is not private to this user."""
-    key = kernel_key(family, params, device_type)
+    key = kernel_key(family, params, device_type, kind)
     entry, corrupt = _verified(store, key, warn=True)
     if entry is not None:
         counters["read_from_cache"] += 1
@@ -171,7 +176,7 @@ def ensure_source(store: KernelStore, family: str, params: dict, device_type: st
         entry, _ = _verified(store, key, warn=not corrupt)
         if entry is not None:
             return entry, False
-        environment = _environment(family, params, device_type)
+        environment = _environment(family, params, device_type, kind)
         meta = {**{k: v for k, v in environment.items() if k != "params"}, "params": params,
                 "op": params["op"], "dtype": params.get("dtype"), "layout": params.get("layout", "interleaved")}
         entry = store.write(key, _render(family, params), meta)
@@ -206,9 +211,40 @@ def _in_memory(family: str, params: dict, device_type: str) -> tuple[str, str, s
     return source, str(private / "kernel.py"), key
 
 
+def _from_layers(key: str) -> tuple[Entry, KernelStore] | None:
+    """The first read-only layer (JITDTYPES_CACHE_PATH) holding a trusted, intact entry for `key`."""
+    for store in layers.stores():
+        try:
+            entry = store.read(key)
+        except (InsecureEntry, CorruptEntry, OSError) as exc:
+            _warn_once("layer", "jitdtypes: not using an entry of a read-only cache layer (%s); such kernels are "
+                       "built in your own cache", exc)
+            continue
+        if entry is not None:
+            counters["read_from_layer"] += 1
+            return entry, store
+    return None
+
+
+def _triton_code_in_place(entry: Entry, store: KernelStore) -> None:
+    """Hand Triton the code compiled ahead of time for this kernel, if any; else Triton compiles it."""
+    if not entry.meta.get(triton_artifacts.RECORDS):
+        return
+    try:
+        counters["triton_entries_installed"] += triton_artifacts.install(entry.directory, entry.meta, store.owners)
+    except (InsecureEntry, CorruptEntry, OSError) as exc:
+        _warn_once("triton-artifacts", "jitdtypes: not using precompiled Triton code (%s); Triton compiles it", exc)
+
+
 def _build(family: str, device_type: str, params: dict):
     try:
-        entry, _ = ensure_source(KernelStore(), family, params, device_type)
+        found = _from_layers(kernel_key(family, params, device_type))
+        if found is None:
+            store = KernelStore()
+            found = ensure_source(store, family, params, device_type)[0], store
+        entry, store = found
+        if device_type == "cuda":
+            _triton_code_in_place(entry, store)
         source, filename, key = entry.source, str(entry.source_path), entry.key
     except InsecureEntry as exc:
         _warn_once("insecure", "jitdtypes: not importing from the kernel cache (%s); kernels are generated in "

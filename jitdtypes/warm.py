@@ -1,14 +1,19 @@
 """`jitdtypes warm`: generate every template kernel for some dtypes ahead of time (and on CUDA compile
-them, so the first real call does not)."""
+them, so the first real call does not). With GPU arches (`--arch`, or the local GPU's), every variant's
+representative launches (aot.py) are compiled for each arch into Triton's cache format and kept in the kernel
+entries, which `jitdtypes cache export` then carries to other machines: no GPU needed."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+import re
 
+from jitdtypes.cache_tools import triton_artifacts
 from jitdtypes.cache_tools.store import KernelStore
+from jitdtypes.kernels_templates import common
 
-from . import engine, selftest
+from . import aot, engine, selftest
 
 
 @dataclasses.dataclass
@@ -16,7 +21,8 @@ class Summary:
     total: int = 0
     generated: int = 0
     cached: int = 0
-    compiled: int = 0
+    compiled: int = 0  # Triton compilations (on a GPU: representative calls run)
+    triton_bytes: int = 0  # of the Triton cache files kept in kernel entries
     failed: list = dataclasses.field(default_factory=list)  # (label, error)
 
 
@@ -29,26 +35,33 @@ def kernels_to_warm(dtype_names: list[str], ops: set[str] | None) -> list[tuple[
     return wanted
 
 
-def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None, progress=None) -> Summary:
-    """progress(done, total, label) is called before each kernel."""
+def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None, progress=None,
+         arches: list[aot.Arch] | None = None, jobs: int = 1) -> Summary:
+    """progress(done, total, label) is called before each kernel. On CUDA, `arches` (default: none without a
+    GPU, the local one with it) are compiled ahead of time (precompile); with a GPU, the representative calls
+    also run on it."""
+    import torch
+
+    if device_type == "cuda":
+        has_gpu = torch.cuda.is_available()
+        summary = precompile(dtype_names, arches or ([aot.local_arch()] if has_gpu else []), ops, progress, jobs)
+        if has_gpu:
+            _compile(dtype_names, ops, summary, progress)
+        return summary
     kernels = kernels_to_warm(dtype_names, ops)
     summary = Summary(total=len(kernels))
     store = KernelStore()
     for done, (family, params) in enumerate(kernels):
-        label = f"{family}/{params['op']} {params.get('dtype')} " + " ".join(
-            f"{k}={v}" for k, v in sorted(params.items()) if k not in ("op", "dtype", "interpret"))
+        label = _label(family, params)
         if progress:
             progress(done, summary.total, label)
         try:
-            _, generated = engine.ensure_source(store, family, {**params, "interpret": device_type == "cpu"},
-                                                device_type)
+            _, generated = engine.ensure_source(store, family, {**params, "interpret": True}, device_type)
         except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
             summary.failed.append((label, f"{type(exc).__name__}: {exc}"))
             continue
         summary.generated += generated
         summary.cached += not generated
-    if device_type == "cuda":
-        _compile(dtype_names, ops, summary, progress)
     return summary
 
 
@@ -67,3 +80,77 @@ def _compile(dtype_names, ops, summary: Summary, progress) -> None:
                 summary.compiled += 1
             except Exception as exc:  # noqa: BLE001
                 summary.failed.append((f"compile {family}/{label} {dtype_name}", f"{type(exc).__name__}: {exc}"))
+
+
+def _label(family: str, params: dict) -> str:
+    return f"{family}/{params['op']} {params.get('dtype')} " + " ".join(
+        f"{k}={v}" for k, v in sorted(params.items()) if k not in ("op", "dtype", "interpret"))
+
+
+def _distinct(launches: list) -> list:
+    seen: dict[str, object] = {}
+    for launch in launches:
+        seen.setdefault(launch.key(), launch)
+    return list(seen.values())
+
+
+def _compile_to_files(launch, arch):
+    """The compiled launch's Triton cache files (directory name, {name: bytes}), or an error message."""
+    try:
+        return triton_artifacts.capture(aot.compile_launch(launch, arch).metadata_group)
+    except Exception as exc:  # noqa: BLE001 - reported in the summary
+        cause = exc.__cause__ or exc
+        return f"{type(cause).__name__}: {(str(cause).strip().splitlines() or [''])[0][:300]}"
+
+
+def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | None = None, progress=None,
+               jobs: int = 1) -> Summary:
+    """Generate each kernel keyed for each arch (as a GPU of that arch keys it), compile its representative
+    launches for that arch, and record the Triton cache files in the entry."""
+    kernels = [(f, {**p, "interpret": False}) for f, p in kernels_to_warm(dtype_names, ops)]
+    modules = aot.families()
+    summary = Summary(total=len(kernels) * len(arches))
+    store = KernelStore()
+    for arch in arches:
+        planned = []  # (entry, label, launches)
+        with aot.recording(arch) as recorded:
+            for done, (family, params) in enumerate(kernels):
+                label = f"{arch.name} {_label(family, params)}"
+                if progress:
+                    progress(done, len(kernels), label)
+                try:
+                    entry, generated = engine.ensure_source(store, family, params, "cuda", aot.device_kind(arch))
+                    name = re.sub(r"\W", "_", f"{family}_{params['op']}_{entry.key[:16]}")
+                    module = common.exec_source(entry.source, f"jitdtypes_warm.{name}", filename=str(entry.source_path))
+                    first = len(recorded)
+                    for sizes in (aot.ALIGNED, aot.ODD):
+                        for case in aot.CASES[family](modules[family], params, module.run, sizes):
+                            module.run(*case.args)
+                except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
+                    summary.failed.append((label, f"{type(exc).__name__}: {exc}"))
+                    continue
+                summary.generated += generated
+                summary.cached += not generated
+                planned.append((entry, label, _distinct(recorded[first:])))
+        # kernels whose text is the same in several entries are one Triton compilation: compiled once
+        unique = {launch.key(): launch for _, _, launches in planned for launch in launches}
+        if progress:
+            progress(len(kernels) - 1, len(kernels), f"{arch.name}: compiling {len(unique)} launches, {jobs} at once")
+        results = dict(zip(unique, aot.map_launches(_compile_to_files, list(unique.values()), arch, jobs)))
+        done_ok = [r for r in results.values() if not isinstance(r, str)]
+        summary.compiled += len(done_ok)
+        summary.triton_bytes += sum(len(data) for _, files in done_ok for data in files.values())
+        for entry, label, launches in planned:
+            compiled = [results[launch.key()] for launch in launches]
+            errors = [r for r in compiled if isinstance(r, str)]
+            if errors:
+                summary.failed.append((label, errors[0]))
+                continue
+            with store.lock(entry.key):  # another warm may be attaching to the same entry
+                current = store.read(entry.key)
+                if current is None:
+                    summary.failed.append((label, "the entry was removed while its launches compiled"))
+                    continue
+                current.meta = triton_artifacts.attach(current.directory, current.meta, compiled)
+                store.write_meta(current)
+    return summary

@@ -28,3 +28,34 @@ def test_validation_of_every_family_passes_in_the_interpreter():
     families = {r["family"] for r in rows}
     assert families == {"unary", "binary", "ternary", "reductions", "scans", "matmul", "fft"}
     assert [r for r in rows if r["status"] != "ok"] == []
+
+
+def test_latency_rows_compare_first_calls_on_empty_and_imported_warm_caches(monkeypatch):
+    """The latency part's wiring (it needs CUDA to run): first calls once on empty caches, once on a cache warmed
+    in another directory, exported and imported into an empty one, each with its Triton compilations."""
+    children, commands = [], []
+
+    def child(code, cache, **env):
+        children.append((code, cache, env))
+        if code is gpu_check._FIRST_CALLS:
+            warm = "imported" in cache
+            return {"seconds": {"exp": 0.01 if warm else 0.9}, "compiled": {"exp": 0 if warm else 1}}
+        return {"import": 0.5} if code is gpu_check._IMPORT else {"cpu": 15.0, "guard and install": 1.0}
+
+    def cli(cache, *args, **env):
+        commands.append((cache.rsplit("/", 1)[-1], args[:2], env))
+        if args[0] == "cache" and args[1] == "export":
+            open(args[2], "wb").close()
+
+    monkeypatch.setattr(gpu_check, "_child", child)
+    monkeypatch.setattr(gpu_check, "_cli", cli)
+    rows = gpu_check.latency_rows()
+    first = [(r["metric"], r["ours"], r["baseline"]) for r in rows if r["metric"].startswith("first call")]
+    assert first == [("first call exp", "0.9 s", "empty kernel and Triton caches, 1 Triton compilation"),
+                     ("first call exp", "0.01 s", "imported warm cache, empty Triton cache, 0 Triton compilations")]
+    assert [(cache, args) for cache, args, _ in commands] == [
+        ("warm", ("warm", "--dtype")), ("warm", ("cache", "export")), ("imported", ("cache", "import"))]
+    first_call_runs = [(cache, env["TRITON_CACHE_DIR"]) for code, cache, env in children
+                       if code is gpu_check._FIRST_CALLS]
+    assert [c.rsplit("/", 1)[-1] for c, _ in first_call_runs] == ["cache", "imported"]
+    assert len({t for _, t in first_call_runs} | {commands[0][2]["TRITON_CACHE_DIR"]}) == 3  # no Triton cache shared

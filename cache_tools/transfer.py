@@ -1,0 +1,251 @@
+"""`jitdtypes cache export` / `import`: kernel entries, with their Triton cache files, as one .tar.gz.
+
+    manifest.json                           {"format": FORMAT, "entries": {key: {relative path: sha256}}}
+    kernels/<key>/kernel.py, meta.json      the entry as the store keeps it
+    kernels/<key>/triton/<dir>/<file>       its Triton cache files (triton_artifacts.py)
+
+An archive holds code that gets executed, and tar can describe far more than files: import reads member headers
+itself instead of trusting tarfile's extraction (no `filter=` guarantee on every supported Python). It accepts
+only regular files (and directories, which it ignores) at the paths above, refuses absolute paths, `..`,
+symbolic and hard links, devices and FIFOs, duplicate names, members over a size limit and archives over a
+total limit, all with an ArchiveRefused naming the member. Files go to a private staging directory inside the
+cache's kernels/ folder (so the final renames stay on one file system); only when every file matches the
+manifest and every entry its own metadata (key, source sha256, Triton files) is anything installed: each entry
+under its lock, by renaming its whole directory into place, so readers see an entry whole or not at all. Two
+imports of one archive at once both succeed; the second finds the first's entries intact and keeps them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import tarfile
+import tempfile
+import time
+from pathlib import Path, PurePosixPath
+
+from . import atomic, inventory, locations, triton_artifacts
+from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
+
+FORMAT = "jitdtypes-cache/1"
+MANIFEST = "manifest.json"
+MAX_MEMBER_BYTES = 256 << 20  # a cubin of the largest GEMM is a few hundred KiB
+MAX_TOTAL_BYTES = 8 << 30
+MAX_MEMBERS = 200_000
+_KEY = re.compile(r"[0-9a-f]{64}")
+
+
+class ArchiveRefused(Exception):
+    """The archive is malformed, hostile or damaged: nothing of it was installed."""
+
+
+@dataclasses.dataclass
+class Limits:
+    member_bytes: int = MAX_MEMBER_BYTES
+    total_bytes: int = MAX_TOTAL_BYTES
+    members: int = MAX_MEMBERS
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# -- export ------------------------------------------------------------------------------------------------
+
+def _entry_files(directory: Path) -> dict[str, bytes]:
+    return {path.relative_to(directory).as_posix(): path.read_bytes()
+            for path in sorted(directory.rglob("*")) if path.is_file()}
+
+
+def export(out: Path, root: Path | None = None, dtype: str | None = None, devices: set[str] | None = None) -> dict:
+    """Write the intact kernel entries (of `dtype`, for device kinds in `devices`, when given) to `out`;
+    returns {"entries", "files", "bytes" (uncompressed), "archive_bytes"}. Damaged entries are left out."""
+    records = [r for r in inventory.scan(root) if r.problem is None
+               and (dtype is None or r.meta.get("dtype") == dtype)
+               and (devices is None or r.meta.get("device") in devices)]
+    entries = {record.key: _entry_files(record.directory) for record in records}
+    manifest = {"format": FORMAT, "created": time.time(),
+                "entries": {key: {name: _sha256(data) for name, data in files.items()}
+                            for key, files in entries.items()}}
+    out = Path(out)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
+            _add(tar, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
+            for key, files in entries.items():
+                for name, data in files.items():
+                    _add(tar, f"kernels/{key}/{name}", data)
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return {"entries": len(entries), "files": sum(len(f) for f in entries.values()),
+            "bytes": sum(len(d) for f in entries.values() for d in f.values()), "archive_bytes": out.stat().st_size}
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.mtime = len(data), 0o600, int(time.time())
+    tar.addfile(info, io.BytesIO(data))
+
+
+# -- import ------------------------------------------------------------------------------------------------
+
+def _checked_name(member: tarfile.TarInfo) -> tuple[str, str] | None:
+    """(key, path inside the entry) of a kernel file, ("", MANIFEST) for the manifest, None for a directory."""
+    name = member.name
+    if name.startswith("/"):
+        raise ArchiveRefused(f"{name!r}: absolute path")
+    if ".." in name.split("/"):
+        raise ArchiveRefused(f"{name!r}: '..' in path")
+    parts = PurePosixPath(name).parts
+    if "\\" in name or name.rstrip("/") != "/".join(parts):
+        raise ArchiveRefused(f"{name!r}: not a plain relative path")
+    if not member.isfile() and not member.isdir():
+        kind = ("symbolic link" if member.issym() else "hard link" if member.islnk() else
+                "device file" if member.ischr() or member.isblk() else "FIFO" if member.isfifo() else "special member")
+        raise ArchiveRefused(f"{name!r}: {kind}")
+    if member.isdir():
+        if parts[:1] == ("kernels",):
+            return None
+        raise ArchiveRefused(f"{name!r}: unexpected directory")
+    if parts == (MANIFEST,):
+        return "", MANIFEST
+    if len(parts) >= 3 and parts[0] == "kernels" and _KEY.fullmatch(parts[1]):
+        inner = parts[2:]
+        if inner in ((SOURCE,), (META,)):
+            return parts[1], inner[0]
+        if (len(inner) == 3 and inner[0] == triton_artifacts.FOLDER and triton_artifacts.valid_dir_name(inner[1])
+                and triton_artifacts.valid_file_name(inner[2])):
+            return parts[1], "/".join(inner)
+    raise ArchiveRefused(f"{name!r}: not a path a jitdtypes cache archive holds")
+
+
+def _stage(archive: Path, staging: Path, limits: Limits) -> tuple[dict, dict[str, dict[str, str]]]:
+    """Copy the archive's files into `staging`, checking every member header first; (manifest, {key: {path:
+    sha256 of the bytes staged}})."""
+    manifest, staged, seen, total = None, {}, set(), 0
+    try:
+        tar = tarfile.open(archive, mode="r:gz")
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise ArchiveRefused(f"{archive}: not a gzip-compressed tar archive ({exc})") from exc
+    with tar:
+        count = 0
+        while True:
+            try:
+                member = tar.next()
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise ArchiveRefused(f"{archive}: damaged archive ({exc})") from exc
+            if member is None:
+                break
+            count += 1
+            if count > limits.members:
+                raise ArchiveRefused(f"{archive}: more than {limits.members} members")
+            where = _checked_name(member)
+            if where is None:
+                continue
+            if member.name in seen:
+                raise ArchiveRefused(f"{member.name!r}: appears twice")
+            seen.add(member.name)
+            if member.size > limits.member_bytes:
+                raise ArchiveRefused(f"{member.name!r}: {member.size:,} bytes, over the {limits.member_bytes:,}-byte "
+                                     "limit per member")
+            total += member.size
+            if total > limits.total_bytes:
+                raise ArchiveRefused(f"{archive}: over the {limits.total_bytes:,}-byte limit in all")
+            try:
+                data = tar.extractfile(member).read()
+            except (tarfile.TarError, OSError, EOFError) as exc:
+                raise ArchiveRefused(f"{member.name!r}: unreadable ({exc})") from exc
+            if len(data) != member.size:
+                raise ArchiveRefused(f"{member.name!r}: truncated")
+            key, path = where
+            if path == MANIFEST:
+                try:
+                    manifest = json.loads(data)
+                except ValueError as exc:
+                    raise ArchiveRefused(f"{MANIFEST}: not JSON ({exc})") from exc
+                continue
+            target = staging / key / path
+            locations.ensure_dir(target.parent)
+            atomic.write_bytes(target, data)
+            staged.setdefault(key, {})[path] = _sha256(data)
+    return manifest, staged
+
+
+def _verify(manifest, staged: dict[str, dict[str, str]], staging: Path) -> None:
+    if (not isinstance(manifest, dict) or manifest.get("format") != FORMAT
+            or not isinstance(manifest.get("entries"), dict)):
+        raise ArchiveRefused(f"no {MANIFEST} of format {FORMAT}")
+    listed = manifest["entries"]
+    if set(listed) != set(staged):
+        raise ArchiveRefused(f"entries differ from the manifest: {sorted(set(listed) ^ set(staged))[:3]}")
+    for key, files in staged.items():
+        if listed[key] != files:
+            wrong = sorted(p for p in set(files) | set(listed[key]) if files.get(p) != listed[key].get(p))
+            raise ArchiveRefused(f"kernels/{key}/{wrong[0]}: does not match the manifest's sha256")
+        directory = staging / key
+        try:
+            meta = json.loads((directory / META).read_text())
+            source = (directory / SOURCE).read_bytes()
+        except (OSError, ValueError) as exc:
+            raise ArchiveRefused(f"kernels/{key}: no readable {SOURCE} and {META} ({exc})") from exc
+        if not isinstance(meta, dict) or meta.get("key") != key:
+            raise ArchiveRefused(f"kernels/{key}/{META}: does not name this key")
+        if _sha256(source) != meta.get("sha256"):
+            raise ArchiveRefused(f"kernels/{key}/{SOURCE}: does not match its recorded sha256")
+        problems = triton_artifacts.problems(directory, meta)
+        listed_triton = {f"{triton_artifacts.FOLDER}/{r['dir']}/{n}" for r in meta.get(triton_artifacts.RECORDS, [])
+                         for n in r["files"]} if not problems else set()
+        extra = sorted(set(files) - {SOURCE, META} - listed_triton)
+        if problems or extra:
+            raise ArchiveRefused(f"kernels/{key}: {problems[0] if problems else f'{extra[0]} is not in its metadata'}")
+
+
+def _records(meta: dict) -> set[str]:
+    return {r["dir"] for r in meta.get(triton_artifacts.RECORDS, [])}
+
+
+def _install(store: KernelStore, key: str, staged_entry: Path) -> bool:
+    """Put one verified entry in place under its lock; False when an intact entry already holds as much."""
+    with store.lock(key):
+        new_meta = json.loads((staged_entry / META).read_text())
+        try:
+            existing = store.read(key)
+        except (CorruptEntry, InsecureEntry):
+            existing = None  # damaged or not ours: replaced below
+        if (existing is not None and not triton_artifacts.problems(existing.directory, existing.meta)
+                and _records(new_meta) <= _records(existing.meta)):
+            return False
+        target = store.directory(key)
+        if target.exists() or target.is_symlink():
+            retired = target.parent / f".retired-{key}-{os.getpid()}-{time.time_ns()}"
+            os.rename(target, retired)
+            os.rename(staged_entry, target)
+            shutil.rmtree(retired, ignore_errors=True)
+        else:
+            os.rename(staged_entry, target)
+        return True
+
+
+def import_archive(archive: Path, root: Path | None = None, limits: Limits | None = None) -> dict:
+    """Verify the whole archive, then install each entry atomically; {"entries", "installed", "kept"}.
+    Raises ArchiveRefused (nothing installed) when any member or hash is refused."""
+    store = KernelStore(root)
+    locations.ensure_dir(store.root)
+    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=store.root))
+    try:
+        manifest, staged = _stage(Path(archive), staging, limits or Limits())
+        _verify(manifest, staged, staging)
+        installed = 0
+        for key in sorted(staged):
+            locations.ensure_dir(store.root / key[:2])
+            installed += _install(store, key, staging / key)
+        return {"entries": len(staged), "installed": installed, "kept": len(staged) - installed}
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,130 @@
+"""Read-only cache layers (JITDTYPES_CACHE_PATH): a trusted layer serves kernels without anything being
+generated or written; an entry that someone else could have written is refused with one warning and built in
+the user's own cache."""
+
+import logging
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+import jitdtypes
+from jitdtypes import engine
+from jitdtypes.cache_tools import inventory, layers
+from tests.conftest import seed_cache
+
+
+def _fresh_engine(monkeypatch):
+    monkeypatch.setattr(engine, "_loaded", {})
+    monkeypatch.setattr(engine, "_warned", set())
+    monkeypatch.setattr(engine, "counters", engine.Counter())
+
+
+def _z(seed=3):
+    return torch.randn(9, dtype=torch.complex64, generator=torch.Generator().manual_seed(seed)).to(torch.complex32)
+
+
+def _calls():
+    z, w = _z(), _z(4)
+    torch.testing.assert_close(torch.exp(z).to(torch.complex64), torch.exp(z.to(torch.complex64)), rtol=2e-3,
+                               atol=2e-3)
+    torch.testing.assert_close(torch.sin(w).to(torch.complex64), torch.sin(w.to(torch.complex64)), rtol=2e-3,
+                               atol=2e-3)
+
+
+@pytest.fixture
+def layered(tmp_path, monkeypatch):
+    """(layer, user cache): the layer holds the kernels of _calls(), shared as an admin shares one (directories
+    0755, files 0644); the user's cache is empty and is the only one configured for writing."""
+    previous = engine.cpu_backend()
+    jitdtypes.set_cpu_backend("triton-interpret")
+    layer = seed_cache(tmp_path / "layer")
+    monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(layer))
+    _fresh_engine(monkeypatch)
+    _calls()
+    assert engine.counters["generated"] == 2
+    for path in [layer, *layer.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    user = seed_cache(tmp_path / "user")
+    monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(user))
+    monkeypatch.setenv(layers.ENV_VAR, os.pathsep.join(["", str(tmp_path / "absent"), str(layer), ""]))
+    _fresh_engine(monkeypatch)
+    yield layer, user
+    jitdtypes.set_cpu_backend(previous)
+
+
+def _snapshot(root: Path) -> dict:
+    return {p: (p.stat().st_mtime_ns, p.stat().st_mode) for p in root.rglob("*")}
+
+
+def test_path_names_layers_in_order(monkeypatch):
+    monkeypatch.setenv(layers.ENV_VAR, f"/opt/jitdtypes{os.pathsep}{os.pathsep}~/warm")
+    assert layers.roots() == [Path("/opt/jitdtypes"), Path("~/warm").expanduser()]
+
+
+def test_a_trusted_layer_serves_kernels_and_stays_untouched(layered, caplog):
+    layer, user = layered
+    before = _snapshot(layer)
+    with caplog.at_level(logging.WARNING, logger="jitdtypes"):
+        _calls()
+    assert engine.counters["read_from_layer"] == 2 and engine.counters["generated"] == 0
+    assert inventory.scan(user) == []  # nothing copied into or generated in the user's cache
+    assert _snapshot(layer) == before  # not even last_used is written
+    assert caplog.records == []
+
+
+def _entries(layer):
+    return [r.directory for r in inventory.scan(layer)]
+
+
+def _group_writable(layer):
+    for directory in _entries(layer):
+        directory.chmod(0o775)
+
+
+def _other_owner(layer):
+    for directory in _entries(layer):
+        for path in (directory, *directory.iterdir()):
+            os.chown(path, 12345, 12345)
+
+
+def _world_writable_root(layer):
+    (layer / "kernels").chmod(0o777)
+
+
+def _symlinked(layer):
+    for directory in _entries(layer):
+        moved = directory.with_name(directory.name + "-real")
+        directory.rename(moved)
+        directory.symlink_to(moved)
+
+
+def _damaged(layer):
+    for directory in _entries(layer):
+        (directory / "kernel.py").chmod(0o644)
+        with (directory / "kernel.py").open("a") as f:
+            f.write("\nimport os  # appended by someone\n")
+
+
+REFUSED = {"group-writable entry": (_group_writable, "writable by group or others"),
+           "entry owned by another user": (_other_owner, "owned by uid 12345"),
+           "world-writable directory above the entry": (_world_writable_root, "writable by group or others"),
+           "symlinked entry": (_symlinked, "symbolic link"),
+           "damaged entry": (_damaged, "does not match its recorded sha256")}
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="ownership needs uids")
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_an_untrusted_layer_entry_is_refused_once_and_built_privately(layered, caplog, case):
+    if case == "entry owned by another user" and os.getuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    layer, user = layered
+    spoil, reason = REFUSED[case]
+    spoil(layer)
+    with caplog.at_level(logging.WARNING, logger="jitdtypes"):
+        _calls()
+    warnings = [r.getMessage() for r in caplog.records if "read-only cache layer" in r.getMessage()]
+    assert len(warnings) == 1 and reason in warnings[0], warnings
+    assert engine.counters["read_from_layer"] == 0 and engine.counters["generated"] == 2
+    assert len(inventory.scan(user)) == 2 and inventory.verify(user) == []

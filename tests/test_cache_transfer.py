@@ -1,0 +1,195 @@
+"""`jitdtypes cache export/import`: a round trip keeps every byte; hostile or damaged archives are refused with a
+clear error and leave the cache exactly as it was; concurrent imports of one archive all succeed."""
+
+import hashlib
+import io
+import json
+import multiprocessing
+import tarfile
+
+import pytest
+
+from jitdtypes import engine
+from jitdtypes.cache_tools import inventory, transfer, triton_artifacts
+from jitdtypes.cache_tools.store import KernelStore
+from jitdtypes.kernels_templates import unary
+
+TRITON_DIR = "A" * 52  # a Triton cache directory name: base32 of a sha256
+CUBIN = b"\x7fELF fake cubin"
+
+
+def _make_cache(root, kind="cuda-sm90"):
+    """Two exp kernels keyed for `kind`, one with a Triton compilation attached."""
+    store = KernelStore(root)
+    keys = []
+    for params in unary.variants("complex32")[:2]:
+        entry, _ = engine.ensure_source(store, "unary", params, "cuda", kind)
+        keys.append(entry.key)
+    with store.lock(keys[0]):
+        entry = store.read(keys[0])
+        entry.meta = triton_artifacts.attach(entry.directory, entry.meta, [
+            (TRITON_DIR, {"exp_kernel.cubin": CUBIN, "exp_kernel.json": b'{"name": "exp_kernel"}'})])
+        store.write_meta(entry)
+    return keys
+
+
+@pytest.fixture
+def archive(tmp_path):
+    source = tmp_path / "source"
+    keys = _make_cache(source)
+    path = tmp_path / "warm.tar.gz"
+    report = transfer.export(path, source)
+    assert report["entries"] == 2 and report["files"] == 6
+    return path, keys
+
+
+def _files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.name.endswith(".lock")}
+
+
+def test_round_trip_keeps_every_entry_and_file(archive, tmp_path):
+    path, keys = archive
+    report = transfer.import_archive(path, tmp_path / "target")
+    assert report == {"entries": 2, "installed": 2, "kept": 0}
+    assert _files(tmp_path / "target" / "kernels") == _files(tmp_path / "source" / "kernels")
+    assert inventory.verify(tmp_path / "target") == []
+    assert transfer.import_archive(path, tmp_path / "target") == {"entries": 2, "installed": 0, "kept": 2}
+    assert not [p for p in (tmp_path / "target" / "kernels").iterdir() if p.name.startswith(".")]
+
+
+def test_export_filters_by_dtype_and_device(tmp_path):
+    _make_cache(tmp_path / "c", "cuda-sm80")
+    _make_cache(tmp_path / "c", "cuda-sm90")
+    assert transfer.export(tmp_path / "a.tar.gz", tmp_path / "c", devices={"cuda-sm90"})["entries"] == 2
+    assert transfer.export(tmp_path / "b.tar.gz", tmp_path / "c", dtype="complex32")["entries"] == 4
+    assert transfer.export(tmp_path / "d.tar.gz", tmp_path / "c", dtype="bcomplex32")["entries"] == 0
+
+
+def test_triton_files_reach_triton_cache_verified(archive, tmp_path):
+    path, keys = archive
+    transfer.import_archive(path, tmp_path / "target")
+    entry = KernelStore(tmp_path / "target").read(keys[0])
+    triton_cache = tmp_path / "triton"
+    assert triton_artifacts.install(entry.directory, entry.meta, KernelStore().owners, triton_cache) == 1
+    group = json.loads((triton_cache / TRITON_DIR / "__grp__exp_kernel.json").read_text())
+    assert group == {"child_paths": {n: str(triton_cache / TRITON_DIR / n) for n in ("exp_kernel.cubin",
+                                                                                      "exp_kernel.json")}}
+    assert (triton_cache / TRITON_DIR / "exp_kernel.cubin").read_bytes() == CUBIN
+    (entry.directory / "triton" / TRITON_DIR / "exp_kernel.cubin").write_bytes(b"tampered")
+    with pytest.raises(triton_artifacts.CorruptEntry):
+        triton_artifacts.install(entry.directory, entry.meta, frozenset(), tmp_path / "triton2")
+    assert not (tmp_path / "triton2" / TRITON_DIR).exists()
+
+
+# -- hostile archives ------------------------------------------------------------------------------------------
+
+def _members(path):
+    """(TarInfo, bytes) of every member of a good archive, to rebuild it with one change."""
+    with tarfile.open(path, "r:gz") as tar:
+        return [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+
+
+def _write(path, members):
+    with tarfile.open(path, "w:gz") as tar:
+        for info, data in members:
+            info = tarfile.TarInfo(info) if isinstance(info, str) else info
+            if data is not None:
+                info.size = len(data)
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+
+
+def _special(name, kind, link=""):
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info, None
+
+
+def _with(members, name_or_suffix, data, manifest_too=False):
+    """The first member named (or ending with) `name_or_suffix` replaced by `data`, or a new member of that name;
+    with manifest_too, the manifest then agrees with the new bytes."""
+    out, changed = [], None
+    for info, old in members:
+        if changed is None and info.name.endswith(name_or_suffix):
+            changed, old = info.name, data
+        out.append((info, old))
+    if changed is None:
+        changed = name_or_suffix
+        out.append((changed, data))
+    if manifest_too:
+        manifest = json.loads(out[0][1])
+        key, inner = changed.split("/", 2)[1:]
+        manifest["entries"][key][inner] = hashlib.sha256(data).hexdigest()
+        out[0] = (out[0][0], json.dumps(manifest).encode())
+    return out
+
+
+def _key_of(members):
+    return members[1][0].name.split("/")[1]
+
+
+HOSTILE = {
+    # case: (how to build it from the good archive's members, the refusal's wording, limits)
+    "absolute path": (lambda m: m + [("/tmp/evil.py", b"x")], "absolute path", None),
+    "dot-dot": (lambda m: m + [(f"kernels/{_key_of(m)}/../../evil.py", b"x")], "'..' in path", None),
+    "symlink": (lambda m: m + [_special(f"kernels/{_key_of(m)}/link", tarfile.SYMTYPE, "/etc/passwd")],
+                "symbolic link", None),
+    "hard link": (lambda m: m + [_special(f"kernels/{_key_of(m)}/hard", tarfile.LNKTYPE, "manifest.json")],
+                  "hard link", None),
+    "character device": (lambda m: m + [_special("kernels/dev", tarfile.CHRTYPE)], "device file", None),
+    "block device": (lambda m: m + [_special("kernels/blk", tarfile.BLKTYPE)], "device file", None),
+    "fifo": (lambda m: m + [_special("kernels/fifo", tarfile.FIFOTYPE)], "FIFO", None),
+    "oversized member": (lambda m: m, "limit per member", transfer.Limits(member_bytes=1000)),
+    "oversized archive": (lambda m: m, "limit in all", transfer.Limits(total_bytes=10_000)),
+    "too many members": (lambda m: m, "more than 3 members", transfer.Limits(members=3)),
+    "unexpected file": (lambda m: m + [(f"kernels/{_key_of(m)}/evil.py", b"x")], "not a path", None),
+    "non-canonical path": (lambda m: m + [(f"kernels//{_key_of(m)}/kernel.py", b"x")], "plain relative", None),
+    "duplicate member": (lambda m: m + [m[1]], "appears twice", None),
+    "source not matching manifest": (lambda m: _with(m, "kernel.py", b"import os\n"), "manifest's sha256", None),
+    "source not matching its metadata": (lambda m: _with(m, "kernel.py", b"import os\n", manifest_too=True),
+                                         "recorded sha256", None),
+    "metadata naming another key": (lambda m: _with(m, "meta.json", json.dumps({"key": "0" * 64}).encode(), True),
+                                    "does not name this key", None),
+    "Triton file not matching its metadata": (lambda m: _with(m, ".cubin", b"evil", manifest_too=True),
+                                              "does not match its recorded sha256", None),
+    "Triton file not in its metadata": (lambda m: _with(m, f"kernels/{_key_of(m)}/triton/{'B' * 52}/x.cubin", b"x",
+                                                        manifest_too=True), "is not in its metadata", None),
+    "no manifest": (lambda m: m[1:], "no manifest.json", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_archive_is_refused_and_changes_nothing(archive, tmp_path, case):
+    path, _ = archive
+    build, wording, limits = HOSTILE[case]
+    hostile = tmp_path / "hostile.tar.gz"
+    _write(hostile, build(_members(path)))
+    target = tmp_path / "target"
+    with pytest.raises(transfer.ArchiveRefused) as refused:
+        transfer.import_archive(hostile, target, limits)
+    assert wording in str(refused.value)
+    assert [p for p in (target / "kernels").rglob("*")] == []  # no entry, no staging directory, no temp file
+    assert not (tmp_path / "evil.py").exists()
+
+
+@pytest.mark.parametrize("content", [b"not a tar at all", b""])
+def test_not_an_archive_is_refused(tmp_path, content):
+    path = tmp_path / "junk.tar.gz"
+    path.write_bytes(content)
+    with pytest.raises(transfer.ArchiveRefused, match="not a gzip-compressed tar archive"):
+        transfer.import_archive(path, tmp_path / "target")
+
+
+def _import(args):
+    path, root = args
+    return transfer.import_archive(path, root)
+
+
+def test_concurrent_imports_of_one_archive_all_succeed(archive, tmp_path):
+    path, keys = archive
+    target = tmp_path / "target"
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        reports = pool.map(_import, [(path, target)] * 8)
+    assert sum(r["installed"] for r in reports) == 2 and all(r["entries"] == 2 for r in reports)
+    assert _files(target / "kernels") == _files(tmp_path / "source" / "kernels")
+    assert inventory.verify(target) == []
