@@ -81,6 +81,20 @@ def discovery_files(root: Path | None = None) -> list[dict]:
     return files
 
 
+# An import stages files in kernels/.import-* and retires replaced entries to kernels/<xx>/.retired-*; a
+# process killed meanwhile leaves them. Older than this, no running import still uses one.
+LEFTOVER_AGE_S = 3600.0
+
+
+def leftovers(root: Path | None = None) -> list[Path]:
+    """Staging and retired directories that interrupted imports left in the kernel store."""
+    kernels = (root or locations.cache_root()) / "kernels"
+    if not kernels.is_dir():
+        return []
+    found = list(kernels.glob(".import-*")) + list(kernels.glob("*/.retired-*"))
+    return sorted(path for path in found if path.is_dir() and not path.is_symlink())
+
+
 def guard_entries(root: Path | None = None) -> list[dict]:
     """Every compiled-guard build in the cache, damaged ones included (with `problem` set)."""
     store = GuardStore(root or locations.cache_root())
@@ -143,7 +157,8 @@ def clean(
     dtype: str | None = None, stale_for: dict | None = None, current_discovery: set[str] | None = None,
     current_guard: str | None = None, dry_run: bool = False,
 ) -> list[dict]:
-    """Remove entries matching any given criterion; returns what was (or, dry run, would be) removed.
+    """Remove entries matching any given criterion, and what interrupted imports left over an hour ago;
+    returns what was (or, dry run, would be) removed.
 
     stale_for: the current {"torch", "triton", "jitdtypes"} versions; entries made by others are stale, as
     are discovery results other than `current_discovery` (the paths this build and jitdtypes would use) and
@@ -178,6 +193,11 @@ def clean(
             chosen.append({"path": str(Path(guard["path"]).parent), "key": guard["key"], "bytes": guard["bytes"],
                            "op": "compiled guard", "dtype": None,
                            "reason": "all" if everything else "stale" if stale else "unused"})
+    for path in leftovers(root):
+        if now - path.stat().st_mtime > LEFTOVER_AGE_S:
+            chosen.append({"path": str(path), "key": None, "bytes": sum(f.stat().st_size for f in path.rglob("*")
+                                                                        if f.is_file()),
+                           "op": "interrupted import", "dtype": None, "reason": "leftover"})
     if not dry_run:
         for item in chosen:
             path = Path(item["path"])

@@ -1,8 +1,10 @@
 """`jitdtypes cache export` / `import`: kernel entries, with their Triton cache files, as one .tar.gz.
 
-    manifest.json                           {"format": FORMAT, "entries": {key: {relative path: sha256}}}
+    manifest.json                           {"format": FORMAT, "entries": {key: {relative path: sha256}},
+                                             "discovery": {file name: sha256}}
     kernels/<key>/kernel.py, meta.json      the entry as the store keeps it
     kernels/<key>/triton/<dir>/<file>       its Triton cache files (triton_artifacts.py)
+    discovery/<device>-torch<v>-<key>.json  discovery results, so a node with the same torch build need not probe
 
 An archive holds code that gets executed, and tar can describe far more than files: import reads member headers
 itself instead of trusting tarfile's extraction (no `filter=` guarantee on every supported Python). It accepts
@@ -38,6 +40,8 @@ MAX_MEMBER_BYTES = 256 << 20  # a cubin of the largest GEMM is a few hundred KiB
 MAX_TOTAL_BYTES = 8 << 30
 MAX_MEMBERS = 200_000
 _KEY = re.compile(r"[0-9a-f]{64}")
+_DISCOVERY_NAME = re.compile(r"[a-z]+-torch[0-9A-Za-z.+_-]+-[0-9a-f]{16}\.json")
+DISCOVERY = "discovery"
 
 
 class ArchiveRefused(Exception):
@@ -62,16 +66,20 @@ def _entry_files(directory: Path) -> dict[str, bytes]:
             for path in sorted(directory.rglob("*")) if path.is_file()}
 
 
-def export(out: Path, root: Path | None = None, dtype: str | None = None, devices: set[str] | None = None) -> dict:
-    """Write the intact kernel entries (of `dtype`, for device kinds in `devices`, when given) to `out`;
-    returns {"entries", "files", "bytes" (uncompressed), "archive_bytes"}. Damaged entries are left out."""
+def export(out: Path, root: Path | None = None, dtype: str | None = None, devices: set[str] | None = None,
+           discovery_records: list[Path] = ()) -> dict:
+    """Write the intact kernel entries (of `dtype`, for device kinds in `devices`, when given) and the given
+    discovery result files to `out`; returns {"entries", "files", "bytes" (uncompressed), "archive_bytes",
+    "discovery"}. Damaged entries are left out."""
     records = [r for r in inventory.scan(root) if r.problem is None
                and (dtype is None or r.meta.get("dtype") == dtype)
                and (devices is None or r.meta.get("device") in devices)]
     entries = {record.key: _entry_files(record.directory) for record in records}
+    discovery = {Path(path).name: Path(path).read_bytes() for path in discovery_records}
     manifest = {"format": FORMAT, "created": time.time(),
                 "entries": {key: {name: _sha256(data) for name, data in files.items()}
-                            for key, files in entries.items()}}
+                            for key, files in entries.items()},
+                DISCOVERY: {name: _sha256(data) for name, data in discovery.items()}}
     out = Path(out)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
     try:
@@ -80,12 +88,15 @@ def export(out: Path, root: Path | None = None, dtype: str | None = None, device
             for key, files in entries.items():
                 for name, data in files.items():
                     _add(tar, f"kernels/{key}/{name}", data)
+            for name, data in discovery.items():
+                _add(tar, f"{DISCOVERY}/{name}", data)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return {"entries": len(entries), "files": sum(len(f) for f in entries.values()),
-            "bytes": sum(len(d) for f in entries.values() for d in f.values()), "archive_bytes": out.stat().st_size}
+            "bytes": sum(len(d) for f in entries.values() for d in f.values()), "archive_bytes": out.stat().st_size,
+            "discovery": len(discovery)}
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -97,7 +108,8 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 # -- import ------------------------------------------------------------------------------------------------
 
 def _checked_name(member: tarfile.TarInfo) -> tuple[str, str] | None:
-    """(key, path inside the entry) of a kernel file, ("", MANIFEST) for the manifest, None for a directory."""
+    """(key, path inside the entry) of a kernel file, ("", MANIFEST) for the manifest, (DISCOVERY, file name)
+    for a discovery result, None for a directory."""
     name = member.name
     if name.startswith("/"):
         raise ArchiveRefused(f"{name!r}: absolute path")
@@ -111,11 +123,13 @@ def _checked_name(member: tarfile.TarInfo) -> tuple[str, str] | None:
                 "device file" if member.ischr() or member.isblk() else "FIFO" if member.isfifo() else "special member")
         raise ArchiveRefused(f"{name!r}: {kind}")
     if member.isdir():
-        if parts[:1] == ("kernels",):
+        if parts[:1] in (("kernels",), (DISCOVERY,)):
             return None
         raise ArchiveRefused(f"{name!r}: unexpected directory")
     if parts == (MANIFEST,):
         return "", MANIFEST
+    if len(parts) == 2 and parts[0] == DISCOVERY and _DISCOVERY_NAME.fullmatch(parts[1]):
+        return DISCOVERY, parts[1]
     if len(parts) >= 3 and parts[0] == "kernels" and _KEY.fullmatch(parts[1]):
         inner = parts[2:]
         if inner in ((SOURCE,), (META,)):
@@ -171,7 +185,7 @@ def _stage(archive: Path, staging: Path, limits: Limits) -> tuple[dict, dict[str
                 except ValueError as exc:
                     raise ArchiveRefused(f"{MANIFEST}: not JSON ({exc})") from exc
                 continue
-            target = staging / key / path
+            target = staging / key / path  # DISCOVERY is not a kernel key: no clash
             locations.ensure_dir(target.parent)
             atomic.write_bytes(target, data)
             staged.setdefault(key, {})[path] = _sha256(data)
@@ -183,6 +197,9 @@ def _verify(manifest, staged: dict[str, dict[str, str]], staging: Path) -> None:
             or not isinstance(manifest.get("entries"), dict)):
         raise ArchiveRefused(f"no {MANIFEST} of format {FORMAT}")
     listed = manifest["entries"]
+    if staged.get(DISCOVERY, {}) != manifest.get(DISCOVERY, {}):
+        raise ArchiveRefused(f"{DISCOVERY}/: files differ from the manifest's names and sha256s")
+    staged = {key: files for key, files in staged.items() if key != DISCOVERY}
     if set(listed) != set(staged):
         raise ArchiveRefused(f"entries differ from the manifest: {sorted(set(listed) ^ set(staged))[:3]}")
     for key, files in staged.items():
@@ -233,19 +250,44 @@ def _install(store: KernelStore, key: str, staged_entry: Path) -> bool:
         return True
 
 
-def import_archive(archive: Path, root: Path | None = None, limits: Limits | None = None) -> dict:
-    """Verify the whole archive, then install each entry atomically; {"entries", "installed", "kept"}.
-    Raises ArchiveRefused (nothing installed) when any member or hash is refused."""
+def _install_discovery(root: Path, staged: Path, refusal) -> tuple[int, dict[str, str]]:
+    """Install the staged discovery results that `refusal(path)` (None: usable here, else why not) accepts and
+    the cache lacks; (installed, {name: why skipped})."""
+    installed, skipped = 0, {}
+    folder = root / DISCOVERY
+    for path in sorted(staged.glob("*.json")) if staged.is_dir() else []:
+        reason = refusal(path)
+        if reason is None and (folder / path.name).exists():
+            reason = "already present"
+        if reason is not None:
+            skipped[path.name] = reason
+            continue
+        locations.ensure_dir(folder)
+        os.replace(path, folder / path.name)  # the same file system (staging is inside the cache)
+        installed += 1
+    return installed, skipped
+
+
+def import_archive(archive: Path, root: Path | None = None, limits: Limits | None = None,
+                   discovery_refusal=lambda path: "not checked") -> dict:
+    """Verify the whole archive, then install each entry atomically; {"entries", "installed", "kept",
+    "discovery_installed", "discovery_skipped"}. Discovery results are installed where
+    `discovery_refusal(path)` returns None (the caller knows which torch build may use them). Raises
+    ArchiveRefused (nothing installed) when any member or hash is refused."""
     store = KernelStore(root)
     locations.ensure_dir(store.root)
     staging = Path(tempfile.mkdtemp(prefix=".import-", dir=store.root))
     try:
         manifest, staged = _stage(Path(archive), staging, limits or Limits())
         _verify(manifest, staged, staging)
+        keys = sorted(key for key in staged if key != DISCOVERY)
         installed = 0
-        for key in sorted(staged):
+        for key in keys:
             locations.ensure_dir(store.root / key[:2])
             installed += _install(store, key, staging / key)
-        return {"entries": len(staged), "installed": installed, "kept": len(staged) - installed}
+        discovery_installed, discovery_skipped = _install_discovery(store.root.parent, staging / DISCOVERY,
+                                                                    discovery_refusal)
+        return {"entries": len(keys), "installed": installed, "kept": len(keys) - installed,
+                "discovery_installed": discovery_installed, "discovery_skipped": discovery_skipped}
     finally:
         shutil.rmtree(staging, ignore_errors=True)

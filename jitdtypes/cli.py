@@ -267,18 +267,31 @@ def cmd_cache_export(args) -> int:
         print(f"jitdtypes cache export: {exc}", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    report = transfer.export(args.file, dtype=args.dtype, devices=devices)
-    print(f"exported {report['entries']} entries ({report['files']} files, {report['bytes']:,} bytes) to {args.file}: "
-          f"{report['archive_bytes']:,} bytes [{time.perf_counter() - started:.1f} s]")
+    report = transfer.export(args.file, dtype=args.dtype, devices=devices, discovery_records=_usable_discovery())
+    print(f"exported {report['entries']} entries ({report['files']} files, {report['bytes']:,} bytes) and "
+          f"{report['discovery']} discovery results to {args.file}: {report['archive_bytes']:,} bytes "
+          f"[{time.perf_counter() - started:.1f} s]")
     return 0 if report["entries"] else 1
+
+
+def _usable_discovery() -> list[Path]:
+    """The cached discovery results this torch build and jitdtypes would load: what a node like this one needs."""
+    from jitdtypes.cache_tools import inventory
+
+    from . import discovery
+
+    return [Path(found["path"]) for found in inventory.discovery_files()
+            if discovery.check(Path(found["path"]))[0] is not None]
 
 
 def cmd_cache_import(args) -> int:
     from jitdtypes.cache_tools import locations, transfer
 
+    from . import discovery
+
     started = time.perf_counter()
     try:
-        report = transfer.import_archive(args.file)
+        report = transfer.import_archive(args.file, discovery_refusal=lambda path: discovery.check(path)[1])
     except transfer.ArchiveRefused as exc:
         print(f"jitdtypes cache import: refused, nothing installed: {exc}", file=sys.stderr)
         return 1
@@ -286,7 +299,10 @@ def cmd_cache_import(args) -> int:
         print(f"jitdtypes cache import: {exc}", file=sys.stderr)
         return 1
     print(f"imported {report['entries']} entries into {locations.cache_root()}: installed {report['installed']}, "
-          f"already present {report['kept']} [{time.perf_counter() - started:.1f} s]")
+          f"already present {report['kept']}; discovery results installed {report['discovery_installed']}"
+          f" [{time.perf_counter() - started:.1f} s]")
+    for name, reason in report["discovery_skipped"].items():
+        print(f"  discovery result {name} not installed: {reason}")
     return 0
 
 

@@ -9,10 +9,12 @@ import tarfile
 
 import pytest
 
-from jitdtypes import engine
+from jitdtypes import discovery, engine
 from jitdtypes.cache_tools import inventory, transfer, triton_artifacts
 from jitdtypes.cache_tools.store import KernelStore
 from jitdtypes.kernels_templates import unary
+
+from .conftest import DISCOVERY_CACHE
 
 TRITON_DIR = "A" * 52  # a Triton cache directory name: base32 of a sha256
 CUBIN = b"\x7fELF fake cubin"
@@ -51,10 +53,12 @@ def _files(root):
 def test_round_trip_keeps_every_entry_and_file(archive, tmp_path):
     path, keys = archive
     report = transfer.import_archive(path, tmp_path / "target")
-    assert report == {"entries": 2, "installed": 2, "kept": 0}
+    nothing_else = {"discovery_installed": 0, "discovery_skipped": {}}
+    assert report == {"entries": 2, "installed": 2, "kept": 0, **nothing_else}
     assert _files(tmp_path / "target" / "kernels") == _files(tmp_path / "source" / "kernels")
     assert inventory.verify(tmp_path / "target") == []
-    assert transfer.import_archive(path, tmp_path / "target") == {"entries": 2, "installed": 0, "kept": 2}
+    assert transfer.import_archive(path, tmp_path / "target") == {"entries": 2, "installed": 0, "kept": 2,
+                                                                  **nothing_else}
     assert not [p for p in (tmp_path / "target" / "kernels").iterdir() if p.name.startswith(".")]
 
 
@@ -193,3 +197,72 @@ def test_concurrent_imports_of_one_archive_all_succeed(archive, tmp_path):
     assert sum(r["installed"] for r in reports) == 2 and all(r["entries"] == 2 for r in reports)
     assert _files(target / "kernels") == _files(tmp_path / "source" / "kernels")
     assert inventory.verify(target) == []
+
+
+def _this_builds_discovery():
+    return sorted(p for p in (DISCOVERY_CACHE / "discovery").glob("*.json") if discovery.check(p)[0] is not None)
+
+
+def test_discovery_results_travel_and_only_usable_ones_are_installed(tmp_path):
+    records = _this_builds_discovery()
+    assert records, "the test session's discovery result"
+    source = tmp_path / "source"
+    _make_cache(source)
+    path = tmp_path / "warm.tar.gz"
+    assert transfer.export(path, source, discovery_records=records)["discovery"] == len(records)
+    refusal = lambda record: discovery.check(record)[1]  # noqa: E731 - what the CLI passes
+    report = transfer.import_archive(path, tmp_path / "target", discovery_refusal=refusal)
+    assert report["discovery_installed"] == len(records) and report["discovery_skipped"] == {}
+    for record in records:
+        assert (tmp_path / "target" / "discovery" / record.name).read_bytes() == record.read_bytes()
+    again = transfer.import_archive(path, tmp_path / "target", discovery_refusal=refusal)
+    assert again["discovery_skipped"] == {record.name: "already present" for record in records}
+
+    # A result whose content no longer matches its own sha256 (manifest made to agree) is not installed.
+    members = _members(path)
+    name = f"discovery/{records[0].name}"
+    record = json.loads(records[0].read_text())
+    record["findings"] = []
+    tampered = json.dumps(record).encode()
+    manifest = json.loads(members[0][1])
+    manifest["discovery"][records[0].name] = hashlib.sha256(tampered).hexdigest()
+    members = [(members[0][0], json.dumps(manifest).encode())] + [
+        (info, tampered if info.name == name else data) for info, data in members[1:]]
+    _write(tmp_path / "tampered.tar.gz", members)
+    report = transfer.import_archive(tmp_path / "tampered.tar.gz", tmp_path / "other", discovery_refusal=refusal)
+    assert report["installed"] == 2 and report["discovery_installed"] == len(records) - 1
+    assert report["discovery_skipped"] == {records[0].name: "content does not match its sha256"}
+    assert not (tmp_path / "other" / "discovery" / records[0].name).exists()
+
+
+@pytest.mark.parametrize("name, wording", [("discovery/evil.py", "not a path"),
+                                           ("discovery/cpu-torch2-0123456789abcdef.json", "differ from the manifest")])
+def test_discovery_members_outside_the_manifest_are_refused(archive, tmp_path, name, wording):
+    path, _ = archive
+    _write(tmp_path / "extra.tar.gz", _members(path) + [(name, b"{}")])
+    with pytest.raises(transfer.ArchiveRefused, match=wording):
+        transfer.import_archive(tmp_path / "extra.tar.gz", tmp_path / "target")
+    assert not (tmp_path / "target" / "discovery").exists()
+
+
+def test_clean_removes_what_interrupted_imports_left(archive, tmp_path):
+    import os
+    import time
+
+    path, keys = archive
+    target = tmp_path / "target"
+    transfer.import_archive(path, target)
+    staging = target / "kernels" / ".import-killed"
+    retired = target / "kernels" / keys[0][:2] / f".retired-{keys[0]}-1-2"
+    fresh = target / "kernels" / ".import-running"
+    for directory in (staging, retired, fresh):
+        (directory / "sub").mkdir(parents=True)
+        (directory / "sub" / "kernel.py").write_text("x = 1\n")
+    hours_ago = time.time() - 2 * inventory.LEFTOVER_AGE_S
+    for directory in (staging, retired):
+        os.utime(directory, (hours_ago, hours_ago))
+    removed = inventory.clean(target, older_than_s=10 * 86400)
+    assert sorted(r["path"] for r in removed) == sorted([str(staging), str(retired)])
+    assert {r["reason"] for r in removed} == {"leftover"}
+    assert not staging.exists() and not retired.exists() and fresh.exists()
+    assert inventory.verify(target) == [] and len(inventory.scan(target)) == 2
