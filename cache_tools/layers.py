@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .store import KernelStore, this_user
+from .store import InsecureEntry, KernelStore, check_trusted, this_user
 
 ENV_VAR = "JITDTYPES_CACHE_PATH"
 ROOT_UID = 0
@@ -32,3 +32,24 @@ def stores() -> list[KernelStore]:
     """A read-only kernel store per layer, accepting entries owned by this user or root."""
     owners = trusted_owners()
     return [KernelStore(root, owners=owners) for root in roots()]
+
+
+def find(relative: str) -> tuple[Path | None, list[str]]:
+    """The first layer's file at `relative` (e.g. "discovery/<name>.json") whose every directory from the layer
+    root down, and itself, pass the layer trust rule; and why files found in earlier layers were refused."""
+    owners, refusals = trusted_owners(), []
+    for root in roots():
+        candidate = root / relative
+        if not candidate.is_file():
+            continue
+        chain = [root]
+        for part in Path(relative).parts:
+            chain.append(chain[-1] / part)
+        try:
+            for path in chain:
+                check_trusted(path, owners)
+        except InsecureEntry as exc:
+            refusals.append(str(exc))
+            continue
+        return candidate, refusals
+    return None, refusals

@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from filelock import FileLock
 
-from jitdtypes.cache_tools import atomic, locations
+from jitdtypes.cache_tools import atomic, layers, locations
 
 from . import __version__, probe, probe_faults, probe_runner, schema
 from .findings import BACKEND, COMPOSITE, Finding, kernel_level
@@ -160,7 +160,7 @@ def load_or_discover_all(device_types: list[str], may_probe: list[str] | None = 
 def load_or_discover(device_type: str, devices_at_once: int = 1) -> Discovery:
     """What is missing on `device_type`, from the cache when present, else by probing (then cached)."""
     path = cache_path(device_type)
-    found = load(path)
+    found = load(path) or _from_layers(path)
     if found is not None:
         return found
     workers = default_workers(devices_at_once)
@@ -175,6 +175,20 @@ def load_or_discover(device_type: str, devices_at_once: int = 1) -> Discovery:
     except OSError as exc:
         log.warning("jitdtypes: cache %s not writable (%s); discovery results kept in memory", path.parent, exc)
         return discover(device_type, workers=workers)
+
+
+def _from_layers(path: Path) -> Discovery | None:
+    """This build's result from a read-only cache layer (JITDTYPES_CACHE_PATH) that passes the layer trust rule
+    and the record's own checks; refusals are logged."""
+    found, refusals = layers.find(f"{path.parent.name}/{path.name}")
+    for refusal in refusals:
+        log.warning("jitdtypes: discovery result in a cache layer refused: %s", refusal)
+    if found is None:
+        return None
+    result, why_not = check(found)
+    if why_not is not None:
+        log.warning("jitdtypes: discovery result %s in a cache layer refused: %s", found, why_not)
+    return result
 
 
 def default_workers(devices_at_once: int = 1) -> int:

@@ -4,6 +4,7 @@ the user's own cache."""
 
 import logging
 import os
+import types
 from pathlib import Path
 
 import pytest
@@ -128,3 +129,38 @@ def test_an_untrusted_layer_entry_is_refused_once_and_built_privately(layered, c
     assert len(warnings) == 1 and reason in warnings[0], warnings
     assert engine.counters["read_from_layer"] == 0 and engine.counters["generated"] == 2
     assert len(inventory.scan(user)) == 2 and inventory.verify(user) == []
+
+
+def _discovery_layer(tmp_path, monkeypatch, record_mode):
+    """A layer holding this build's CPU discovery result (directories 0755, the record `record_mode`) and an
+    empty user cache; probing is replaced by a marker."""
+    from jitdtypes import discovery
+
+    layer = seed_cache(tmp_path / "layer")
+    for path in [layer, *layer.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    record = layer / "discovery" / discovery.cache_path("cpu").name
+    assert record.is_file()
+    record.chmod(record_mode)
+    monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path / "user"))
+    monkeypatch.setenv(layers.ENV_VAR, str(layer))
+    probed = []
+    marker = types.SimpleNamespace(to_json=lambda: "{}")
+    monkeypatch.setattr(discovery, "discover", lambda device_type, **kw: probed.append(device_type) or marker)
+    return discovery, record, probed, marker
+
+
+def test_discovery_result_in_a_trusted_layer_spares_probing(tmp_path, monkeypatch):
+    discovery, record, probed, _ = _discovery_layer(tmp_path, monkeypatch, 0o644)
+    found = discovery.load_or_discover("cpu")
+    assert probed == [] and found == discovery.check(record)[0] and len(found.findings) > 100
+    assert not (tmp_path / "user" / "discovery" / record.name).exists()  # read in place, not copied
+
+
+def test_discovery_result_in_a_writable_layer_is_refused(tmp_path, monkeypatch, caplog):
+    discovery, record, probed, marker = _discovery_layer(tmp_path, monkeypatch, 0o666)
+    with caplog.at_level(logging.WARNING, logger="jitdtypes"):
+        assert discovery.load_or_discover("cpu") is marker
+    assert probed == ["cpu"]
+    assert [r.getMessage() for r in caplog.records if "cache layer refused" in r.getMessage()] == [
+        f"jitdtypes: discovery result in a cache layer refused: {record} is writable by group or others (mode 666)"]
