@@ -14,8 +14,8 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from jitdtypes.kernels_templates.common import resize_output
 
-from . import dtypes, error_messages
-from .schema import OTHER, Overload
+from . import dtypes, error_messages, wrapped_numbers
+from .schema import OPTIONAL_TENSOR, OTHER, TENSOR, TENSOR_LIST, Overload
 
 
 # Arguments that weigh the data: PyTorch's arithmetic lets float32 weights promote 16-bit data to complex64,
@@ -114,3 +114,142 @@ def _named_values(info: Overload, args, kwargs, only_written: bool = False):
     for arg in info.keyword:
         if arg.name in kwargs and (not only_written or arg.is_write):
             yield arg, kwargs[arg.name]
+
+
+def specialize(info: Overload, original, args: tuple, kwargs: dict):
+    """`run` for calls whose arguments are of the same kinds as these (the caller keys them: which positions
+    hold tensors or Python numbers, the tensors' dtypes, dims and conj/neg flags, which keywords are given,
+    dtype= values), as a callable (keyset, args, kwargs) -> result. The decisions `run` makes on every call
+    are made here once, and the 32-bit call goes to `original`, the kernel underneath the override, with the
+    keyset of its dispatch key: what `info.op` would reach through the dispatcher, without its cost.
+    Overloads with tensor lists or results that are not tensors, and calls mixing 16-bit families or 16-bit
+    with wider dtypes, take `run` itself."""
+    generic = lambda keyset, args, kwargs: run(info, args, kwargs)  # noqa: E731
+    returns = [str(r.type) for r in info.op._schema.returns]
+    if any(a.kind == TENSOR_LIST for a in info.args) or not returns or any(r != "Tensor" for r in returns):
+        return generic
+    weights = WEIGHTS.get(info.full_name, ())
+    widen_args, widen_kwargs, written, inputs = [], [], [], []
+    named = [(index, arg, value) for index, (arg, value) in enumerate(zip(info.positional, args))]
+    named += [(arg.name, arg, kwargs[arg.name]) for arg in info.keyword if arg.name in kwargs]
+    for where, arg, value in named:
+        replacement = _widening(value)
+        if replacement is not None:
+            (widen_args if where.__class__ is int else widen_kwargs).append((where, replacement))
+            if arg.is_write:
+                written.append(where)
+        if isinstance(value, torch.Tensor) and not arg.is_write and arg.kind != OTHER and arg.name not in weights:
+            inputs.append(where)
+    value_at = lambda where, args, kwargs: args[where] if where.__class__ is int else kwargs[where]  # noqa: E731
+    fixed, family = _fixed_family(kwargs, [value_at(w, args, kwargs) for w in inputs],
+                                  [value_at(w, args, kwargs) for w in written])
+    if not fixed:
+        return generic
+    round_back = _round_one(family)
+    call_boxed = _with_numbers(info, original, args, kwargs, inputs, {w for w, _ in widen_args + widen_kwargs})
+    alias_written = bool(written) and info.returns_alias_input
+    single = len(returns) == 1
+
+    def upcast_call(keyset, args, kwargs):
+        wide_args = list(args)
+        for index, replace in widen_args:
+            wide_args[index] = replace(args[index])
+        if widen_kwargs:
+            wide_kwargs = dict(kwargs)
+            for name, replace in widen_kwargs:
+                wide_kwargs[name] = replace(kwargs[name])
+        else:
+            wide_kwargs = kwargs
+        try:
+            result = call_boxed(keyset, *wide_args, **wide_kwargs)
+        except Exception as exc:
+            error_messages.name_callers_dtypes(exc, tree_flatten((args, kwargs))[0])
+            raise
+        if written:
+            originals = {}
+            for where in written:
+                src = value_at(where, wide_args, wide_kwargs)
+                dst = value_at(where, args, kwargs)
+                write_back(dst, src)
+                originals[id(src)] = dst
+            if alias_written:
+                return originals.get(id(result), result) if single else tuple(originals.get(id(r), r) for r in result)
+        return round_back(result) if single else tuple(round_back(r) for r in result)
+
+    return upcast_call
+
+
+def _with_numbers(info: Overload, original, args: tuple, kwargs: dict, inputs: list, widened: set):
+    """original.call_boxed, with Python numbers in Tensor positions (wrapped numbers) replaced by zero-dim
+    tensors that promote and compute alike: `operand_for` where the widened tensors alone fix the result
+    dtype, else `wrapped_numbers.call_original` on every call (all tensors zero-dim, or a number raising the
+    category). Decided from the widened dtypes and dims, which the caller keys on."""
+    numbers = [i for i, (arg, value) in enumerate(zip(info.positional, args))
+               if arg.kind in (TENSOR, OPTIONAL_TENSOR) and value.__class__ in dtypes.WRAPPED_NUMBER_DTYPE]
+    call_boxed = original.call_boxed
+    if not numbers:
+        return call_boxed
+    tensors = [args[w] if w.__class__ is int else kwargs[w] for w in inputs]
+    wide = [torch.empty((1,) * t.dim(), dtype=dtypes.COMPUTE_DTYPE[t.dtype] if w in widened else t.dtype,
+                        device="meta") for w, t in zip(inputs, tensors)]
+    expected = dtypes.result_dtype(wide, [args[i] for i in numbers])
+    if expected == dtypes.result_dtype(wide) and (
+        any(t.dim() for t in wide) or expected in wrapped_numbers.ZERO_DIM_EXACT
+    ):
+        def with_operands(keyset, *wide_args, **wide_kwargs):
+            wide_args = list(wide_args)
+            for i in numbers:
+                wide_args[i] = wrapped_numbers.operand_for(wide_args[i], expected)
+            return call_boxed(keyset, *wide_args, **wide_kwargs)
+
+        return with_operands
+
+    def with_wrapped_numbers(keyset, *wide_args, **wide_kwargs):
+        tensors = [wide_args[w] if w.__class__ is int else wide_kwargs[w] for w in inputs]
+        return wrapped_numbers.call_original(original, keyset, wide_args, wide_kwargs, numbers, tensors)
+
+    return with_wrapped_numbers
+
+
+def _widening(value):
+    """What replaces `value` in the 32-bit call: a function of the tensor, a constant dtype, or None."""
+    if isinstance(value, torch.Tensor):
+        compute = dtypes.COMPUTE_DTYPE.get(value.dtype)
+        if compute is None:
+            return None
+        if value.is_conj() or value.is_neg():
+            return widen
+        return lambda t: t.to(dtype=compute)
+    if isinstance(value, torch.dtype) and value in dtypes.COMPUTE_DTYPE:
+        wide = dtypes.COMPUTE_DTYPE[value]
+        return lambda _: wide
+    return None
+
+
+def _fixed_family(kwargs, inputs, mutated):
+    """(True, family) when the dtypes alone fix the family results are rounded to; (False, None) when it
+    depends on which tensors are zero-dim (16-bit mixed with another family or a wider dtype)."""
+    requested = kwargs.get("dtype")
+    if isinstance(requested, torch.dtype):
+        return True, dtypes.FAMILY_OF.get(requested)
+    decisive = [t for t in inputs or mutated if t.is_floating_point() or t.is_complex()]
+    families = {dtypes.FAMILY_OF.get(t.dtype) for t in decisive}
+    if len(families) > 1 or None in families:
+        return False, None
+    return True, families.pop() if families else None
+
+
+def _round_one(family):
+    if family is None:
+        return lambda value: value
+    complex_dtype, real_dtype = family
+
+    def round_one(value):
+        dtype = value.dtype
+        if dtype is torch.complex64:
+            return value.to(dtype=complex_dtype)
+        if dtype is torch.float32:
+            return value.to(dtype=real_dtype)
+        return value
+
+    return round_one

@@ -1,0 +1,139 @@
+"""Routed calls, specialized per argument kinds.
+
+A call the guard hands to its router is described by a key: the number of positional arguments, the
+keywords given, and for every argument that can hold a tensor, a Python number or a dtype, what it holds
+(a tensor's dtype, conj and neg flags and whether it is zero-dim; a number's type; the dtype). Everything
+the router decides depends on the key alone: which dtype is routed and whether PyTorch is tried first,
+whether a template adapter is asked, which tensors are widened, which positions receive a zero-dim tensor
+for a Python number, what is written back (in place, out=) and what is rounded. The first call with a key
+builds a callable that does only what is left to do per call and caches it; later calls look it up, count
+themselves with one increment, and run it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from . import dtypes, engine, path_record, upcast
+from .probe import PARTIAL
+from .schema import OPTIONAL_TENSOR, TENSOR, Overload
+
+log = logging.getLogger("jitdtypes")
+
+Tensor = torch.Tensor
+# a router holding this many specializations starts over: keys come from the argument kinds a program uses,
+# a handful per op, so reaching it means kinds that keep changing, where caching buys nothing
+_LIMIT = 256
+
+
+def key_function(info: Overload):
+    """key(args, kwargs) for calls of `info`: the positions and keywords whose value kinds change what a
+    routed call does (see the module docstring). Other arguments (ints, int lists, strings) pass through
+    unchanged and stay out of the key."""
+    described = [i for i, a in enumerate(info.positional) if _described(a)]
+    described_keywords = [a.name for a in info.keyword if _described(a)]
+
+    def key(args, kwargs):
+        parts = [len(args), *kwargs] if kwargs else [len(args)]
+        n = len(args)
+        for i in described:
+            if i < n:
+                parts.append(_kind(args[i]))
+        for name in described_keywords:
+            if name in kwargs:
+                parts.append(_kind(kwargs[name]))
+        return tuple(parts)
+
+    return key
+
+
+def _described(arg) -> bool:
+    return arg.kind in (TENSOR, OPTIONAL_TENSOR) or arg.real_type in ("number", "ScalarType", "Optional[ScalarType]")
+
+
+def _kind(value):
+    if isinstance(value, Tensor):
+        return value.dtype, value.is_conj(), value.is_neg(), value.ndim == 0
+    if value.__class__ is torch.dtype:
+        return value
+    return value.__class__
+
+
+class Specializations:
+    """The specialized routed calls of one router (one overload at one dispatch key)."""
+
+    def __init__(self, router, looks_like_dtype_error) -> None:
+        self.router = router
+        self.looks_like_dtype_error = looks_like_dtype_error
+        self.key = key_function(router.info)
+        self.table: dict[tuple, object] = {}
+
+    def call(self, keyset, args, kwargs, dtype=None):
+        specialized = self.table.get(self.key(args, kwargs))
+        if specialized is None:
+            specialized = self._specialize(args, kwargs, dtype)
+        return specialized(keyset, args, kwargs)
+
+    def clear(self) -> None:
+        self.table.clear()
+
+    def _specialize(self, args, kwargs, dtype):
+        router = self.router
+        info = router.info
+        dtype = dtype or router.target_dtype(args, kwargs)
+        name, op, device = dtypes.NAMES[dtype], info.full_name, router.device_type
+        native_count = path_record.counter(op, name, device, path_record.NATIVE)
+        template_count = path_record.counter(op, name, device, path_record.TEMPLATE)
+        upcast_count = path_record.counter(op, name, device, path_record.UPCAST)
+        template = engine.adapter_for(op, device) if router.templates else None
+        upcast_call = upcast.specialize(info, router.original, args, kwargs)
+
+        if template is None:
+            def without_native(keyset, args, kwargs):
+                upcast_count[0] += 1
+                return upcast_call(keyset, args, kwargs)
+        else:
+            def without_native(keyset, args, kwargs):
+                result = template(args, kwargs)
+                if result is not NotImplemented:
+                    template_count[0] += 1
+                    return result
+                upcast_count[0] += 1
+                return upcast_call(keyset, args, kwargs)
+
+        specialized, path = without_native, path_record.UPCAST if template is None else "template or upcast"
+        if router.status[dtype] == PARTIAL:
+            native, dtype_error = router.native, self.looks_like_dtype_error
+
+            def native_first(keyset, args, kwargs):
+                try:
+                    result = native(keyset, args, kwargs)
+                except Exception as exc:
+                    if not dtype_error(exc):
+                        raise
+                    return without_native(keyset, args, kwargs)
+                native_count[0] += 1
+                return result
+
+            specialized, path = native_first, f"native first, else {path}"
+        if device == "cpu" and router.templates:
+            specialized = self._until_backend_changes(specialized, dtype)
+        if len(self.table) >= _LIMIT:
+            self.table.clear()
+        self.table[self.key(args, kwargs)] = specialized
+        router.log_first(dtype, path)
+        return specialized
+
+    def _until_backend_changes(self, specialized, dtype):
+        # whether CPU calls take templates is a switch (set_cpu_backend): a change specializes again
+        backend = engine.cpu_backend()
+
+        def checked(keyset, args, kwargs):
+            if engine.cpu_backend() != backend:
+                self.table.clear()
+                return self.call(keyset, args, kwargs, dtype)
+            return specialized(keyset, args, kwargs)
+
+        return checked
