@@ -12,7 +12,9 @@ themselves with one increment, and run it.
 
 from __future__ import annotations
 
+import functools
 import logging
+import weakref
 
 import torch
 
@@ -31,22 +33,26 @@ _LIMIT = 256
 def key_function(info: Overload):
     """key(args, kwargs) for calls of `info`: the positions and keywords whose value kinds change what a
     routed call does (see the module docstring). Other arguments (ints, int lists, strings) pass through
-    unchanged and stay out of the key."""
-    described = [i for i, a in enumerate(info.positional) if _described(a)]
-    described_keywords = [a.name for a in info.keyword if _described(a)]
+    unchanged and stay out of the key. Generated per schema, like the guard: a loop costs more."""
+    required = 0
+    while required < len(info.positional) and not info.positional[required].has_default:
+        required += 1
+    parts = ["len(args)", "*kwargs"]
+    for i, arg in enumerate(info.positional):
+        if _described(arg):
+            kind = f"kind(args[{i}])" if i < required else f"kind(args[{i}]) if len(args) > {i} else None"
+            parts.append(f"({kind})")
+    for arg in info.keyword:
+        if _described(arg):
+            parts.append(f"kind(kwargs[{arg.name!r}]) if {arg.name!r} in kwargs else None")
+    namespace = {"kind": _kind}
+    exec(_compiled(f"def key(args, kwargs):\n    return ({', '.join(parts)},)\n"), namespace)
+    return namespace["key"]
 
-    def key(args, kwargs):
-        parts = [len(args), *kwargs] if kwargs else [len(args)]
-        n = len(args)
-        for i in described:
-            if i < n:
-                parts.append(_kind(args[i]))
-        for name in described_keywords:
-            if name in kwargs:
-                parts.append(_kind(kwargs[name]))
-        return tuple(parts)
 
-    return key
+@functools.lru_cache(maxsize=None)
+def _compiled(source: str):
+    return compile(source, "<jitdtypes specialization key>", "exec")
 
 
 def _described(arg) -> bool:
@@ -55,10 +61,19 @@ def _described(arg) -> bool:
 
 def _kind(value):
     if isinstance(value, Tensor):
-        return value.dtype, value.is_conj(), value.is_neg(), value.ndim == 0
+        return value.dtype, value.is_conj(), value.is_neg(), not value.ndim
     if value.__class__ is torch.dtype:
         return value
     return value.__class__
+
+
+_all: weakref.WeakSet = weakref.WeakSet()
+
+
+def forget_all() -> None:
+    """Drop every specialization: what they decided no longer holds (the CPU backend was switched)."""
+    for specializations in list(_all):
+        specializations.table.clear()
 
 
 class Specializations:
@@ -69,17 +84,12 @@ class Specializations:
         self.looks_like_dtype_error = looks_like_dtype_error
         self.key = key_function(router.info)
         self.table: dict[tuple, object] = {}
+        _all.add(self)
 
-    def call(self, keyset, args, kwargs, dtype=None):
-        specialized = self.table.get(self.key(args, kwargs))
-        if specialized is None:
-            specialized = self._specialize(args, kwargs, dtype)
-        return specialized(keyset, args, kwargs)
-
-    def clear(self) -> None:
-        self.table.clear()
-
-    def _specialize(self, args, kwargs, dtype):
+    def specialize(self, args, kwargs, dtype=None):
+        """The callable (keyset, args, kwargs) -> result for calls of these argument kinds, built and
+        entered into `table` (under `key(args, kwargs)`); `dtype`: the routed dtype when the caller knows
+        it (a result dtype that promotion makes a target)."""
         router = self.router
         info = router.info
         dtype = dtype or router.target_dtype(args, kwargs)
@@ -118,22 +128,11 @@ class Specializations:
                 return result
 
             specialized, path = native_first, f"native first, else {path}"
-        if device == "cpu" and router.templates:
-            specialized = self._until_backend_changes(specialized, dtype)
         if len(self.table) >= _LIMIT:
             self.table.clear()
         self.table[self.key(args, kwargs)] = specialized
         router.log_first(dtype, path)
         return specialized
 
-    def _until_backend_changes(self, specialized, dtype):
-        # whether CPU calls take templates is a switch (set_cpu_backend): a change specializes again
-        backend = engine.cpu_backend()
 
-        def checked(keyset, args, kwargs):
-            if engine.cpu_backend() != backend:
-                self.table.clear()
-                return self.call(keyset, args, kwargs, dtype)
-            return specialized(keyset, args, kwargs)
-
-        return checked
+engine.backend_listeners.append(forget_all)

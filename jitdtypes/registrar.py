@@ -312,6 +312,7 @@ class _Router:
         self.logged: set[torch.dtype] = set()
         self.lock = threading.Lock()
         self.specializations = fast_path.Specializations(self, looks_like_dtype_error)
+        self.key, self.specialized = self.specializations.key, self.specializations.table
 
     # -- entry points from the generated guard -------------------------------------------------------
 
@@ -383,9 +384,12 @@ class _Router:
         return args
 
     def route(self, keyset, args, kwargs, dtype=None):
-        if self.info.full_name in bypassed:
+        if bypassed and self.info.full_name in bypassed:
             return self.native(keyset, args, kwargs)
-        return self.specializations.call(keyset, args, kwargs, dtype)
+        specialized = self.specialized.get(self.key(args, kwargs))
+        if specialized is None:
+            specialized = self.specializations.specialize(args, kwargs, dtype)
+        return specialized(keyset, args, kwargs)
 
     # -- helpers -------------------------------------------------------------------------------------
 

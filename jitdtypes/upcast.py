@@ -9,6 +9,8 @@ call name the caller's dtypes.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
@@ -145,10 +147,19 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict):
                                   [value_at(w, args, kwargs) for w in written])
     if not fixed:
         return generic
-    round_back = _round_one(family)
+    to_complex, to_real = (_CONVERT[family[0]], _CONVERT[family[1]]) if family else (None, None)
     call_boxed = _with_numbers(info, original, args, kwargs, inputs, {w for w, _ in widen_args + widen_kwargs})
     alias_written = bool(written) and info.returns_alias_input
     single = len(returns) == 1
+    complex64, float32 = torch.complex64, torch.float32
+
+    def round_back(value):
+        dtype = value.dtype
+        if dtype is complex64 and to_complex is not None:
+            return to_complex(value)
+        if dtype is float32 and to_real is not None:
+            return to_real(value)
+        return value
 
     def upcast_call(keyset, args, kwargs):
         wide_args = list(args)
@@ -174,7 +185,14 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict):
                 originals[id(src)] = dst
             if alias_written:
                 return originals.get(id(result), result) if single else tuple(originals.get(id(r), r) for r in result)
-        return round_back(result) if single else tuple(round_back(r) for r in result)
+        if single:
+            dtype = result.dtype
+            if dtype is complex64 and to_complex is not None:
+                return to_complex(result)
+            if dtype is float32 and to_real is not None:
+                return to_real(result)
+            return result
+        return tuple(round_back(r) for r in result)
 
     return upcast_call
 
@@ -211,15 +229,21 @@ def _with_numbers(info: Overload, original, args: tuple, kwargs: dict, inputs: l
     return with_wrapped_numbers
 
 
+# dtype -> its conversion; the dtype-named methods parse their arguments faster than .to(dtype=...)
+_CONVERT = {torch.complex64: torch.Tensor.cfloat, torch.float32: torch.Tensor.float, torch.complex32: torch.Tensor.chalf,
+            torch.float16: torch.Tensor.half, torch.bfloat16: torch.Tensor.bfloat16}
+if dtypes.BCOMPLEX32:
+    _CONVERT[dtypes.BCOMPLEX32] = functools.partial(torch.Tensor.to, dtype=dtypes.BCOMPLEX32)
+
+
 def _widening(value):
-    """What replaces `value` in the 32-bit call: a function of the tensor, a constant dtype, or None."""
+    """The function giving `value`'s replacement in the 32-bit call (a widened copy of a 16-bit tensor, the
+    wide dtype for a 16-bit dtype argument), or None to pass it as it is."""
     if isinstance(value, torch.Tensor):
         compute = dtypes.COMPUTE_DTYPE.get(value.dtype)
         if compute is None:
             return None
-        if value.is_conj() or value.is_neg():
-            return widen
-        return lambda t: t.to(dtype=compute)
+        return widen if value.is_conj() or value.is_neg() else _CONVERT[compute]
     if isinstance(value, torch.dtype) and value in dtypes.COMPUTE_DTYPE:
         wide = dtypes.COMPUTE_DTYPE[value]
         return lambda _: wide
@@ -237,19 +261,3 @@ def _fixed_family(kwargs, inputs, mutated):
     if len(families) > 1 or None in families:
         return False, None
     return True, families.pop() if families else None
-
-
-def _round_one(family):
-    if family is None:
-        return lambda value: value
-    complex_dtype, real_dtype = family
-
-    def round_one(value):
-        dtype = value.dtype
-        if dtype is torch.complex64:
-            return value.to(dtype=complex_dtype)
-        if dtype is torch.float32:
-            return value.to(dtype=real_dtype)
-        return value
-
-    return round_one
