@@ -130,6 +130,9 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict):
     returns = [str(r.type) for r in info.op._schema.returns]
     if any(a.kind == TENSOR_LIST for a in info.args) or not returns or any(r != "Tensor" for r in returns):
         return generic
+    if any(a.kind in (TENSOR, OPTIONAL_TENSOR) and kwargs.get(a.name).__class__ in dtypes.WRAPPED_NUMBER_DTYPE
+           for a in info.keyword):
+        return generic  # a Python number in a keyword Tensor position: rare, and run lets the dispatcher wrap it
     weights = WEIGHTS.get(info.full_name, ())
     widen_args, widen_kwargs, written, inputs = [], [], [], []
     named = [(index, arg, value) for index, (arg, value) in enumerate(zip(info.positional, args))]
