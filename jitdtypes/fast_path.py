@@ -37,16 +37,20 @@ def key_function(info: Overload):
     required = 0
     while required < len(info.positional) and not info.positional[required].has_default:
         required += 1
-    parts = ["len(args)", "*kwargs"]
-    for i, arg in enumerate(info.positional):
-        if _described(arg):
-            kind = f"kind(args[{i}])" if i < required else f"kind(args[{i}]) if len(args) > {i} else None"
-            parts.append(f"({kind})")
-    for arg in info.keyword:
-        if _described(arg):
-            parts.append(f"kind(kwargs[{arg.name!r}]) if {arg.name!r} in kwargs else None")
-    namespace = {"kind": _kind}
-    exec(_compiled(f"def key(args, kwargs):\n    return ({', '.join(parts)},)\n"), namespace)
+    lines, parts = ["def key(args, kwargs):"], ["len(args)", "*kwargs"]
+    # trailing defaulted positional arguments may be missing; a missing keyword reads as None (the keywords
+    # given are part of the key)
+    described = [f"args[{i}]" if i < required else f"(args[{i}] if len(args) > {i} else None)"
+                 for i, arg in enumerate(info.positional) if _described(arg)]
+    described += [f"kwargs.get({arg.name!r})" for arg in info.keyword if _described(arg)]
+    for n, value in enumerate(described):
+        lines.append(f"    a = {value}")
+        # a plain tensor's kind inline (a call per argument costs more than the test)
+        lines.append(f"    k{n} = (a.dtype, a.is_conj(), a.is_neg(), not a.ndim) if a.__class__ is Tensor else kind(a)")
+        parts.append(f"k{n}")
+    lines.append(f"    return ({', '.join(parts)},)")
+    namespace = {"kind": _kind, "Tensor": Tensor}
+    exec(_compiled("\n".join(lines) + "\n"), namespace)
     return namespace["key"]
 
 
@@ -98,19 +102,16 @@ class Specializations:
         template_count = path_record.counter(op, name, device, path_record.TEMPLATE)
         upcast_count = path_record.counter(op, name, device, path_record.UPCAST)
         template = engine.adapter_for(op, device) if router.templates else None
-        upcast_call = upcast.specialize(info, router.original, args, kwargs)
+        upcast_call = upcast.specialize(info, router.original, args, kwargs, upcast_count)
 
         if template is None:
-            def without_native(keyset, args, kwargs):
-                upcast_count[0] += 1
-                return upcast_call(keyset, args, kwargs)
+            without_native = upcast_call
         else:
             def without_native(keyset, args, kwargs):
                 result = template(args, kwargs)
                 if result is not NotImplemented:
                     template_count[0] += 1
                     return result
-                upcast_count[0] += 1
                 return upcast_call(keyset, args, kwargs)
 
         specialized, path = without_native, path_record.UPCAST if template is None else "template or upcast"

@@ -118,15 +118,19 @@ def _named_values(info: Overload, args, kwargs, only_written: bool = False):
             yield arg, kwargs[arg.name]
 
 
-def specialize(info: Overload, original, args: tuple, kwargs: dict):
+def specialize(info: Overload, original, args: tuple, kwargs: dict, count: list[int]):
     """`run` for calls whose arguments are of the same kinds as these (the caller keys them: which positions
     hold tensors or Python numbers, the tensors' dtypes, dims and conj/neg flags, which keywords are given,
     dtype= values), as a callable (keyset, args, kwargs) -> result. The decisions `run` makes on every call
     are made here once, and the 32-bit call goes to `original`, the kernel underneath the override, with the
     keyset of its dispatch key: what `info.op` would reach through the dispatcher, without its cost.
     Overloads with tensor lists or results that are not tensors, and calls mixing 16-bit families or 16-bit
-    with wider dtypes, take `run` itself."""
-    generic = lambda keyset, args, kwargs: run(info, args, kwargs)  # noqa: E731
+    with wider dtypes, take `run` itself. Each call adds one to `count[0]`."""
+
+    def generic(keyset, args, kwargs):
+        count[0] += 1
+        return run(info, args, kwargs)
+
     returns = [str(r.type) for r in info.op._schema.returns]
     if any(a.kind == TENSOR_LIST for a in info.args) or not returns or any(r != "Tensor" for r in returns):
         return generic
@@ -140,14 +144,17 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict):
     for where, arg, value in named:
         replacement = _widening(value)
         if replacement is not None:
-            (widen_args if where.__class__ is int else widen_kwargs).append((where, replacement))
             if arg.is_write:
-                written.append(where)
+                plain = replacement is not widen
+                written.append((where, _write_plain if plain else write_back))
+                if plain and arg.kwarg_only:  # an out= tensor: its values are never read, only its shape
+                    replacement = functools.partial(torch.empty_like, dtype=dtypes.COMPUTE_DTYPE[value.dtype])
+            (widen_args if where.__class__ is int else widen_kwargs).append((where, replacement))
         if isinstance(value, torch.Tensor) and not arg.is_write and arg.kind != OTHER and arg.name not in weights:
             inputs.append(where)
     value_at = lambda where, args, kwargs: args[where] if where.__class__ is int else kwargs[where]  # noqa: E731
     fixed, family = _fixed_family(kwargs, [value_at(w, args, kwargs) for w in inputs],
-                                  [value_at(w, args, kwargs) for w in written])
+                                  [value_at(w, args, kwargs) for w, _ in written])
     if not fixed:
         return generic
     to_complex, to_real = (_CONVERT[family[0]], _CONVERT[family[1]]) if family else (None, None)
@@ -165,6 +172,7 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict):
         return value
 
     def upcast_call(keyset, args, kwargs):
+        count[0] += 1
         wide_args = list(args)
         for index, replace in widen_args:
             wide_args[index] = replace(args[index])
@@ -181,10 +189,10 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict):
             raise
         if written:
             originals = {}
-            for where in written:
+            for where, write in written:
                 src = value_at(where, wide_args, wide_kwargs)
                 dst = value_at(where, args, kwargs)
-                write_back(dst, src)
+                write(dst, src)
                 originals[id(src)] = dst
             if alias_written:
                 return originals.get(id(result), result) if single else tuple(originals.get(id(r), r) for r in result)
@@ -198,6 +206,13 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict):
         return tuple(round_back(r) for r in result)
 
     return upcast_call
+
+
+def _write_plain(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """write_back for a dst without conj/neg flags."""
+    if dst.shape != src.shape:
+        resize_output(dst, src.shape)
+    dst.copy_(src)
 
 
 def _with_numbers(info: Overload, original, args: tuple, kwargs: dict, inputs: list, widened: set):
