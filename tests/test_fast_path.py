@@ -13,6 +13,9 @@ from jitdtypes import dtypes, fast_path, path_record
 from tests.conftest import IDS, TARGETS
 
 GUARDS = ["compiled", "python"]
+EPS = {torch.complex32: 2.0**-10}
+if dtypes.BCOMPLEX32:
+    EPS[dtypes.BCOMPLEX32] = 2.0**-7
 
 
 @pytest.fixture(params=GUARDS)
@@ -163,5 +166,31 @@ def test_switching_the_cpu_backend_forgets_specializations():
     try:
         jitdtypes.set_cpu_backend("triton-interpret")
         assert specializations() == 0
+    finally:
+        jitdtypes.set_cpu_backend(previous)
+
+
+@pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
+def test_template_path_with_out_and_without(dtype):
+    """Under the interpreter, exp and exp.out take template kernels call after call, out= or not, plain or
+    conjugated out= (PyTorch's conjugate fallback hands the kernel a plain temporary), each call counted."""
+    previous = jitdtypes.engine.cpu_backend()
+    jitdtypes.set_cpu_backend("triton-interpret")
+    try:
+        z, wz = values(6, dtype)
+        tolerance = {"rtol": 2 * EPS[dtype], "atol": 2 * EPS[dtype]}
+        path_record.reset()
+        for _ in range(2):
+            out = torch.empty(6, dtype=dtype)
+            assert torch.exp(z, out=out) is out
+            torch.testing.assert_close(out.to(torch.complex64), torch.exp(wz), **tolerance)
+            conj_out = torch.empty(6, dtype=dtype).conj()
+            assert torch.exp(z, out=conj_out) is conj_out
+            torch.testing.assert_close(conj_out.resolve_conj().to(torch.complex64), torch.exp(wz), **tolerance)
+            torch.testing.assert_close(torch.exp(z).to(torch.complex64), torch.exp(wz), **tolerance)
+        calls = path_record.calls()
+        name = dtypes.NAMES[dtype]
+        assert calls[("aten::exp.out", name, "cpu")] == {path_record.TEMPLATE: 4}
+        assert calls[("aten::exp", name, "cpu")] == {path_record.TEMPLATE: 2}
     finally:
         jitdtypes.set_cpu_backend(previous)
