@@ -296,6 +296,9 @@ _DTYPE_CATEGORY = {
 _CATEGORY_DEFAULT = {1: lambda: torch.int64, 2: torch.get_default_dtype}
 
 
+_INVOLVES_TARGET = object()
+
+
 class _Router:
     """The slow paths behind one generated guard."""
 
@@ -320,7 +323,11 @@ class _Router:
         """A tensor position holds a Python scalar (a wrapped number) or a Tensor subclass, or a Scalar
         argument is complex: the result dtype may then be a target even if no tensor is."""
         exact_args = self._with_exact_numbers(args, kwargs) if self.simple_numbers else None
-        if exact_args is not None:
+        if exact_args is _INVOLVES_TARGET:
+            specialized = self.specialized.get(self.key(args, kwargs))
+            if specialized is not None and not bypassed:
+                return specialized(keyset, args, kwargs)
+        elif exact_args is not None:
             return self.original.call_boxed(keyset, *exact_args, **kwargs)
         dtype = self.target_dtype(args, kwargs)
         if dtype is None:
@@ -336,11 +343,13 @@ class _Router:
     def _with_exact_numbers(self, args, kwargs):
         """The common case, fast: `args` with each real Python number in a Tensor position replaced by a
         cached zero-dim tensor that gives the same result dtype and values, when no argument involves a
-        target dtype. None when that does not hold or is not quick to tell (the general path decides)."""
+        target dtype. _INVOLVES_TARGET when an argument has a target dtype (a routed call's specialization may
+        exist), None when it does not hold for other reasons or is not quick to tell (the general path
+        decides)."""
         for value in kwargs.values():
             if value.__class__ is torch.dtype or isinstance(value, torch.Tensor):
                 if (value if value.__class__ is torch.dtype else value.dtype) in self.status:
-                    return None
+                    return _INVOLVES_TARGET
         numbers = []
         highest_number = dimensioned = zero_dim = -1
         zero_dim_dtype = None
@@ -355,7 +364,7 @@ class _Router:
             elif isinstance(value, torch.Tensor):
                 dtype = value.dtype
                 if dtype in self.status:
-                    return None
+                    return _INVOLVES_TARGET
                 if value.ndim:
                     dimensioned = max(dimensioned, _DTYPE_CATEGORY[dtype])
                 else:
