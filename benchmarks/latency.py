@@ -69,25 +69,24 @@ def _inputs(shapes, dtype: torch.dtype, device: str, seed: int) -> list[torch.Te
     return [t.to(device).to(dtype) for t in wide]
 
 
-def _narrow(result: torch.Tensor, dtype: torch.dtype) -> torch.dtype:
-    real = {torch.complex32: torch.float16}.get(dtype, torch.bfloat16)
-    return dtype if result.is_complex() else real
-
-
 def _calls(op, shapes, dtype: torch.dtype, device: str, seed: int) -> dict:
     """The three zero-argument callables of one case."""
+    from jitdtypes.dtypes import FAMILY_OF
+
     narrow_args = _inputs(shapes, dtype, device, seed)
     wide_args = _inputs(shapes, torch.complex64, device, seed)
-    back = _narrow(op(*wide_args), dtype)
-    to_wide = [lambda t=t: t.to(torch.complex64) for t in narrow_args]
-    if len(narrow_args) == 1:
+    complex_dtype, real_dtype = FAMILY_OF[dtype]
+    back = complex_dtype if op(*wide_args).is_complex() else real_dtype
+    wide = torch.complex64
+    if len(narrow_args) == 1:  # spelled out per arity, as a user would write it
         (a,) = narrow_args
-        manual = lambda: op(a.to(torch.complex64)).to(back)  # noqa: E731
+        manual = lambda: op(a.to(wide)).to(back)  # noqa: E731
     elif len(narrow_args) == 2:
         a, b = narrow_args
-        manual = lambda: op(a.to(torch.complex64), b.to(torch.complex64)).to(back)  # noqa: E731
+        manual = lambda: op(a.to(wide), b.to(wide)).to(back)  # noqa: E731
     else:
-        manual = lambda: op(*[f() for f in to_wide]).to(back)  # noqa: E731
+        a, b, c = narrow_args
+        manual = lambda: op(a.to(wide), b.to(wide), c.to(wide)).to(back)  # noqa: E731
     return {"jitdtypes": lambda: op(*narrow_args), "complex64": lambda: op(*wide_args), "manual": manual}
 
 

@@ -120,7 +120,8 @@ def _freeze(value):
 def _frozen_params(params: dict, interpret: bool) -> tuple:
     # _freeze({**params, "interpret": interpret}) without its generic recursion over the scalar values: this
     # runs on every template call
-    items = [(k, _freeze(v) if v.__class__ in (list, tuple, dict) else v) for k, v in params.items() if k != "interpret"]
+    items = [(k, _freeze(v) if v.__class__ in (list, tuple, dict) else v)
+             for k, v in params.items() if k != "interpret"]
     items.append(("interpret", interpret))
     items.sort()
     return tuple(items)

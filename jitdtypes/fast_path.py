@@ -13,7 +13,6 @@ themselves with one increment, and run it.
 from __future__ import annotations
 
 import functools
-import logging
 import weakref
 
 import torch
@@ -21,8 +20,6 @@ import torch
 from . import dtypes, engine, path_record, upcast
 from .probe import PARTIAL
 from .schema import OPTIONAL_TENSOR, TENSOR, Overload
-
-log = logging.getLogger("jitdtypes")
 
 Tensor = torch.Tensor
 # a router holding this many specializations starts over: keys come from the argument kinds a program uses,

@@ -25,10 +25,6 @@ def counter(op: str, dtype: str, device: str, path: str) -> list[int]:
     return cell
 
 
-def record(op: str, dtype: str, device: str, path: str) -> None:
-    counter(op, dtype, device, path)[0] += 1
-
-
 def calls() -> dict[tuple[str, str, str], dict[str, int]]:
     """(op, dtype, device) -> {path: number of calls} for everything routed in this process."""
     with _lock:

@@ -294,8 +294,8 @@ _DTYPE_CATEGORY = {
     for dtype in (getattr(torch, name) for name in dir(torch)) if isinstance(dtype, torch.dtype)
 }
 _CATEGORY_DEFAULT = {1: lambda: torch.int64, 2: torch.get_default_dtype}
-
-
+# what _with_exact_numbers answers for a call with a target dtype: the general path then looks for its
+# specialization first
 _INVOLVES_TARGET = object()
 
 
@@ -382,7 +382,8 @@ class _Router:
                 operand = wrapped_numbers.exact_tensor
             else:
                 operand = functools.partial(wrapped_numbers.exact_tensor, dtype=_CATEGORY_DEFAULT[highest_number]())
-        elif dimensioned < 0 <= zero_dim and highest_number <= zero_dim and zero_dim_dtype in wrapped_numbers.ZERO_DIM_EXACT:
+        elif (dimensioned < 0 <= zero_dim and highest_number <= zero_dim
+              and zero_dim_dtype in wrapped_numbers.ZERO_DIM_EXACT):
             # only zero-dim tensors: the result is their dtype, and kernels compute in it
             operand = functools.partial(wrapped_numbers.operand_for, dtype=zero_dim_dtype)
         else:

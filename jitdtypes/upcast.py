@@ -248,8 +248,8 @@ def _with_numbers(info: Overload, original, args: tuple, kwargs: dict, inputs: l
 
 
 # dtype -> its conversion; the dtype-named methods parse their arguments faster than .to(dtype=...)
-_CONVERT = {torch.complex64: torch.Tensor.cfloat, torch.float32: torch.Tensor.float, torch.complex32: torch.Tensor.chalf,
-            torch.float16: torch.Tensor.half, torch.bfloat16: torch.Tensor.bfloat16}
+_CONVERT = {torch.complex64: torch.Tensor.cfloat, torch.float32: torch.Tensor.float,
+            torch.complex32: torch.Tensor.chalf, torch.float16: torch.Tensor.half, torch.bfloat16: torch.Tensor.bfloat16}
 if dtypes.BCOMPLEX32:
     _CONVERT[dtypes.BCOMPLEX32] = functools.partial(torch.Tensor.to, dtype=dtypes.BCOMPLEX32)
 
