@@ -41,12 +41,13 @@ def key_function(info: Overload):
                  for i, arg in enumerate(info.positional) if _described(arg)]
     described += [f"kwargs.get({arg.name!r})" for arg in info.keyword if _described(arg)]
     for n, value in enumerate(described):
-        lines.append(f"    a = {value}")
-        # a plain tensor's kind inline (a call per argument costs more than the test)
-        lines.append(f"    k{n} = (a.dtype, a.is_conj(), a.is_neg(), not a.ndim) if a.__class__ is Tensor else kind(a)")
+        # plain tensors and Python numbers inline (a call per argument costs more than the tests)
+        lines += [f"    a = {value}", "    c = a.__class__",
+                  f"    k{n} = (a.dtype, a.is_conj(), a.is_neg(), not a.ndim) if c is Tensor else "
+                  "c if c in PLAIN else kind(a)"]
         parts.append(f"k{n}")
     lines.append(f"    return ({', '.join(parts)},)")
-    namespace = {"kind": _kind, "Tensor": Tensor}
+    namespace = {"kind": _kind, "Tensor": Tensor, "PLAIN": _PLAIN}
     exec(_compiled("\n".join(lines) + "\n"), namespace)
     return namespace["key"]
 
@@ -58,6 +59,9 @@ def _compiled(source: str):
 
 def _described(arg) -> bool:
     return arg.kind in (TENSOR, OPTIONAL_TENSOR) or arg.real_type in ("number", "ScalarType", "Optional[ScalarType]")
+
+
+_PLAIN = frozenset({int, float, complex, bool, type(None)})
 
 
 def _kind(value):

@@ -158,7 +158,14 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict, count: list[
     if not fixed:
         return generic
     to_complex, to_real = (_CONVERT[family[0]], _CONVERT[family[1]]) if family else (None, None)
-    call_boxed = _with_numbers(info, original, args, kwargs, inputs, {w for w, _ in widen_args + widen_kwargs})
+    call_boxed, number_operands = _with_numbers(info, original, args, kwargs, inputs,
+                                                {w for w, _ in widen_args + widen_kwargs})
+    written_places = {w for w, _ in written}
+    # a tensor passed in several input positions (m @ m, z * z) is widened once per call
+    converted = [(i, f) for i, f in widen_args if f in _CONVERTERS and i not in written_places]
+    shared = len(converted) > 1
+    others = [(i, f) for i, f in widen_args if (i, f) not in converted] + number_operands if shared else []
+    widen_args += number_operands
     alias_written = bool(written) and info.returns_alias_input
     single = len(returns) == 1
     complex64, float32 = torch.complex64, torch.float32
@@ -174,8 +181,19 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict, count: list[
     def upcast_call(keyset, args, kwargs):
         count[0] += 1
         wide_args = list(args)
-        for index, replace in widen_args:
-            wide_args[index] = replace(args[index])
+        if shared:
+            done = {}
+            for index, replace in converted:
+                value = args[index]
+                wide = done.get(id(value))
+                if wide is None:
+                    wide = done[id(value)] = replace(value)
+                wide_args[index] = wide
+            for index, replace in others:
+                wide_args[index] = replace(args[index])
+        else:
+            for index, replace in widen_args:
+                wide_args[index] = replace(args[index])
         if widen_kwargs:
             wide_kwargs = dict(kwargs)
             for name, replace in widen_kwargs:
@@ -216,15 +234,16 @@ def _write_plain(dst: torch.Tensor, src: torch.Tensor) -> None:
 
 
 def _with_numbers(info: Overload, original, args: tuple, kwargs: dict, inputs: list, widened: set):
-    """original.call_boxed, with Python numbers in Tensor positions (wrapped numbers) replaced by zero-dim
-    tensors that promote and compute alike: `operand_for` where the widened tensors alone fix the result
-    dtype, else `wrapped_numbers.call_original` on every call (all tensors zero-dim, or a number raising the
-    category). Decided from the widened dtypes and dims, which the caller keys on."""
+    """(call, replacements): Python numbers in Tensor positions (wrapped numbers) become zero-dim tensors that
+    promote and compute alike. Where the widened tensors alone fix the result dtype, `replacements` put
+    `operand_for`'s tensor in their positions and `call` is original.call_boxed; otherwise (all tensors
+    zero-dim, or a number raising the category) `call` hands them to `wrapped_numbers.call_original` on every
+    call. Decided from the widened dtypes and dims, which the caller keys on."""
     numbers = [i for i, (arg, value) in enumerate(zip(info.positional, args))
                if arg.kind in (TENSOR, OPTIONAL_TENSOR) and value.__class__ in dtypes.WRAPPED_NUMBER_DTYPE]
     call_boxed = original.call_boxed
     if not numbers:
-        return call_boxed
+        return call_boxed, []
     tensors = [args[w] if w.__class__ is int else kwargs[w] for w in inputs]
     wide = [torch.empty((1,) * t.dim(), dtype=dtypes.COMPUTE_DTYPE[t.dtype] if w in widened else t.dtype,
                         device="meta") for w, t in zip(inputs, tensors)]
@@ -232,26 +251,23 @@ def _with_numbers(info: Overload, original, args: tuple, kwargs: dict, inputs: l
     if expected == dtypes.result_dtype(wide) and (
         any(t.dim() for t in wide) or expected in wrapped_numbers.ZERO_DIM_EXACT
     ):
-        def with_operands(keyset, *wide_args, **wide_kwargs):
-            wide_args = list(wide_args)
-            for i in numbers:
-                wide_args[i] = wrapped_numbers.operand_for(wide_args[i], expected)
-            return call_boxed(keyset, *wide_args, **wide_kwargs)
-
-        return with_operands
+        return call_boxed, [(i, functools.partial(wrapped_numbers.operand_for, dtype=expected)) for i in numbers]
 
     def with_wrapped_numbers(keyset, *wide_args, **wide_kwargs):
         tensors = [wide_args[w] if w.__class__ is int else wide_kwargs[w] for w in inputs]
         return wrapped_numbers.call_original(original, keyset, wide_args, wide_kwargs, numbers, tensors)
 
-    return with_wrapped_numbers
+    return with_wrapped_numbers, []
 
 
 # dtype -> its conversion; the dtype-named methods parse their arguments faster than .to(dtype=...)
-_CONVERT = {torch.complex64: torch.Tensor.cfloat, torch.float32: torch.Tensor.float,
-            torch.complex32: torch.Tensor.chalf, torch.float16: torch.Tensor.half, torch.bfloat16: torch.Tensor.bfloat16}
+_CONVERT = {
+    torch.complex64: torch.Tensor.cfloat, torch.float32: torch.Tensor.float,
+    torch.complex32: torch.Tensor.chalf, torch.float16: torch.Tensor.half, torch.bfloat16: torch.Tensor.bfloat16,
+}
 if dtypes.BCOMPLEX32:
     _CONVERT[dtypes.BCOMPLEX32] = functools.partial(torch.Tensor.to, dtype=dtypes.BCOMPLEX32)
+_CONVERTERS = frozenset(_CONVERT.values())
 
 
 def _widening(value):
