@@ -114,6 +114,20 @@ def test_out_and_in_place_alternate_with_plain_calls(guard, dtype):
         assert_same(conj_out, expected)
 
 
+@pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
+def test_one_tensor_in_several_positions_alternates_with_distinct_ones(guard, dtype):
+    m, wm = values((3, 3), dtype)
+    n, wn = values((3, 3), dtype, seed=3)
+    for _ in range(2):
+        assert_same(m @ m, rounded(wm @ wm, dtype))
+        assert_same(m @ n, rounded(wm @ wn, dtype))
+        assert_same(torch.addmm(m, m, m), rounded(torch.addmm(wm, wm, wm), dtype))
+        assert_same(torch.addmm(m, n, m), rounded(torch.addmm(wm, wn, wm), dtype))
+        target = m.clone()
+        assert target.addmm_(target, target) is target  # written and read in one call
+        assert_same(target, rounded(torch.addmm(wm, wm, wm), dtype))
+
+
 def test_complex32_then_bcomplex32_through_one_op(guard):
     if len(TARGETS) < 2:
         pytest.skip("this torch build has no bcomplex32")
