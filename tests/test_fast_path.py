@@ -155,6 +155,28 @@ def test_dtype_arguments_and_mixed_dtypes_alternate(guard, dtype):
 
 
 @pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
+def test_grad_and_inference_mode_alternate(guard, dtype):
+    m, wm = values((3, 3), dtype)
+    expected = rounded(wm @ wm.mT, dtype)
+    for _ in range(2):
+        leaf = m.clone().requires_grad_()
+        product = leaf @ leaf.mT
+        assert product.requires_grad
+        assert_same(product.detach(), expected)
+        (grad,) = torch.autograd.grad(product, leaf, torch.ones_like(product))
+        wide_leaf = wm.clone().requires_grad_()
+        wide_product = wide_leaf @ wide_leaf.mT
+        (wide_grad,) = torch.autograd.grad(wide_product, wide_leaf, torch.ones_like(wide_product))
+        assert grad.dtype == dtype
+        torch.testing.assert_close(grad.to(torch.complex64), wide_grad, rtol=4 * EPS[dtype], atol=4 * EPS[dtype])
+        with torch.inference_mode():
+            inferred = m @ m.mT
+        assert inferred.is_inference()
+        assert_same(inferred, expected)
+        assert_same(m @ m.mT, expected)
+
+
+@pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
 def test_routed_calls_are_counted_per_path(guard, dtype):
     z, _ = values(3, dtype)
     path_record.reset()
