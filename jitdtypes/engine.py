@@ -117,26 +117,16 @@ def _freeze(value):
     return value
 
 
-def _frozen_params(params: dict, interpret: bool) -> tuple:
-    # _freeze({**params, "interpret": interpret}) without its generic recursion over the scalar values: this
-    # runs on every template call
-    items = [(k, _freeze(v) if v.__class__ in (list, tuple, dict) else v)
-             for k, v in params.items() if k != "interpret"]
-    items.append(("interpret", interpret))
-    items.sort()
-    return tuple(items)
-
-
 def load_kernel(family: str, device_type: str, params: dict):
     """The custom op for (family, params) on device_type: from this process, the disk cache, or rendered."""
-    interpret = device_type == "cpu"
-    frozen = (family, device_type, _frozen_params(params, interpret))
+    params = {**params, "interpret": device_type == "cpu"}
+    frozen = (family, device_type, _freeze(params))
     kernel = _loaded.get(frozen)
     if kernel is None:
         with _lock:  # threads asking for a new kernel at the same moment build it once
             kernel = _loaded.get(frozen)
             if kernel is None:
-                kernel = _loaded[frozen] = _build(family, device_type, {**params, "interpret": interpret})
+                kernel = _loaded[frozen] = _build(family, device_type, params)
     return kernel
 
 
