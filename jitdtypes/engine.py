@@ -43,6 +43,8 @@ _warned: set[str] = set()
 _loaded: dict[tuple, object] = {}
 _lock = threading.RLock()
 _cpu_backend = UPCAST
+# called after the CPU backend changes (routed calls specialized for the old one forget it)
+backend_listeners: list = []
 
 
 # -- configuration ---------------------------------------------------------------------------------------
@@ -65,6 +67,8 @@ def set_cpu_backend(name: str) -> None:
                                "triton-interpret (or TRITON_INTERPRET=1) before importing triton")
         os.environ["TRITON_INTERPRET"] = "1"
     _cpu_backend = name
+    for listener in backend_listeners:
+        listener()
 
 
 def uses_templates(device_type: str) -> bool:

@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from . import dtypes, engine, entry_points, native_guard, path_record, upcast, wrapped_numbers
+from . import dtypes, engine, entry_points, fast_path, native_guard, path_record, upcast, wrapped_numbers
 from .findings import Finding, kernel_level
 from .probe import MISSING, PARTIAL
 from .schema import OPTIONAL_TENSOR, OTHER, TENSOR, TENSOR_LIST, Overload, overload
@@ -164,7 +164,7 @@ def make_kernel(info: Overload, original, status: dict[str, str], device_type: s
         "operand_for": wrapped_numbers.operand_for,
         "NUMBER_CATEGORY": _NUMBER_CATEGORY,
         "CATEGORY": _DTYPE_CATEGORY,
-        "ZERO_DIM_EXACT": _ZERO_DIM_EXACT,
+        "ZERO_DIM_EXACT": wrapped_numbers.ZERO_DIM_EXACT,
     }
     exec(_compiled_guard(_guard_source(info)), namespace)
     kernel = namespace["kernel"]
@@ -294,8 +294,9 @@ _DTYPE_CATEGORY = {
     for dtype in (getattr(torch, name) for name in dir(torch)) if isinstance(dtype, torch.dtype)
 }
 _CATEGORY_DEFAULT = {1: lambda: torch.int64, 2: torch.get_default_dtype}
-# zero-dim dtypes that kernels compute in (opmath is the dtype itself) and that hold any number of their category
-_ZERO_DIM_EXACT = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128, torch.int64, torch.bool})
+# what _with_exact_numbers answers for a call with a target dtype: the general path then looks for its
+# specialization first
+_INVOLVES_TARGET = object()
 
 
 class _Router:
@@ -313,6 +314,8 @@ class _Router:
         self.simple_numbers = not any(a.kind == TENSOR_LIST for a in info.positional)
         self.logged: set[torch.dtype] = set()
         self.lock = threading.Lock()
+        self.specializations = fast_path.Specializations(self, looks_like_dtype_error)
+        self.key, self.specialized = self.specializations.key, self.specializations.table
 
     # -- entry points from the generated guard -------------------------------------------------------
 
@@ -320,9 +323,13 @@ class _Router:
         """A tensor position holds a Python scalar (a wrapped number) or a Tensor subclass, or a Scalar
         argument is complex: the result dtype may then be a target even if no tensor is."""
         exact_args = self._with_exact_numbers(args, kwargs) if self.simple_numbers else None
-        if exact_args is not None:
+        if exact_args is _INVOLVES_TARGET:
+            specialized = self.specialized.get(self.key(args, kwargs))
+            if specialized is not None and not bypassed:
+                return specialized(keyset, args, kwargs)
+        elif exact_args is not None:
             return self.original.call_boxed(keyset, *exact_args, **kwargs)
-        dtype = self._target_dtype(args, kwargs)
+        dtype = self.target_dtype(args, kwargs)
         if dtype is None:
             scalars = [a for i, a in enumerate(args) if i in self.number_positions and isinstance(a, _NUMBERS)]
             if scalars:
@@ -336,11 +343,13 @@ class _Router:
     def _with_exact_numbers(self, args, kwargs):
         """The common case, fast: `args` with each real Python number in a Tensor position replaced by a
         cached zero-dim tensor that gives the same result dtype and values, when no argument involves a
-        target dtype. None when that does not hold or is not quick to tell (the general path decides)."""
+        target dtype. _INVOLVES_TARGET when an argument has a target dtype (a routed call's specialization may
+        exist), None when it does not hold for other reasons or is not quick to tell (the general path
+        decides)."""
         for value in kwargs.values():
             if value.__class__ is torch.dtype or isinstance(value, torch.Tensor):
                 if (value if value.__class__ is torch.dtype else value.dtype) in self.status:
-                    return None
+                    return _INVOLVES_TARGET
         numbers = []
         highest_number = dimensioned = zero_dim = -1
         zero_dim_dtype = None
@@ -355,7 +364,7 @@ class _Router:
             elif isinstance(value, torch.Tensor):
                 dtype = value.dtype
                 if dtype in self.status:
-                    return None
+                    return _INVOLVES_TARGET
                 if value.ndim:
                     dimensioned = max(dimensioned, _DTYPE_CATEGORY[dtype])
                 else:
@@ -373,7 +382,8 @@ class _Router:
                 operand = wrapped_numbers.exact_tensor
             else:
                 operand = functools.partial(wrapped_numbers.exact_tensor, dtype=_CATEGORY_DEFAULT[highest_number]())
-        elif dimensioned < 0 <= zero_dim and highest_number <= zero_dim and zero_dim_dtype in _ZERO_DIM_EXACT:
+        elif (dimensioned < 0 <= zero_dim and highest_number <= zero_dim
+              and zero_dim_dtype in wrapped_numbers.ZERO_DIM_EXACT):
             # only zero-dim tensors: the result is their dtype, and kernels compute in it
             operand = functools.partial(wrapped_numbers.operand_for, dtype=zero_dim_dtype)
         else:
@@ -384,39 +394,23 @@ class _Router:
         return args
 
     def route(self, keyset, args, kwargs, dtype=None):
-        if self.info.full_name in bypassed:
+        if bypassed and self.info.full_name in bypassed:
             return self.native(keyset, args, kwargs)
-        dtype = dtype or self._target_dtype(args, kwargs)
-        if self.status[dtype] == PARTIAL:
-            try:
-                result = self.native(keyset, args, kwargs)
-            except Exception as exc:
-                if not looks_like_dtype_error(exc):
-                    raise
-            else:
-                self._note(dtype, path_record.NATIVE)
-                return result
-        template = engine.adapter_for(self.info.full_name, self.device_type) if self.templates else None
-        if template is not None:
-            result = template(args, kwargs)
-            if result is not NotImplemented:
-                self._note(dtype, path_record.TEMPLATE)
-                return result
-        self._note(dtype, path_record.UPCAST)
-        return upcast.run(self.info, args, kwargs)
+        specialized = self.specialized.get(self.key(args, kwargs))
+        if specialized is None:
+            specialized = self.specializations.specialize(args, kwargs, dtype)
+        return specialized(keyset, args, kwargs)
 
     # -- helpers -------------------------------------------------------------------------------------
 
-    def _note(self, dtype: torch.dtype, path: str) -> None:
-        name = dtypes.NAMES[dtype]
-        path_record.record(self.info.full_name, name, self.device_type, path)
+    def log_first(self, dtype: torch.dtype, path: str) -> None:
         if dtype not in self.logged:
             with self.lock:
                 if dtype not in self.logged:
                     self.logged.add(dtype)
-                    log.debug("%s on %s/%s -> %s", self.info.full_name, name, self.device_type, path)
+                    log.debug("%s on %s/%s -> %s", self.info.full_name, dtypes.NAMES[dtype], self.device_type, path)
 
-    def _target_dtype(self, args, kwargs) -> torch.dtype | None:
+    def target_dtype(self, args, kwargs) -> torch.dtype | None:
         """The most severely unsupported target dtype among the call's tensors (and dtype= argument)."""
         worst, worst_severity = None, 0
         for value in _tensors_and_dtypes(self.info, args, kwargs):

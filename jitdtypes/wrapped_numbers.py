@@ -35,6 +35,9 @@ def exact_tensor(value, dtype: torch.dtype | None = None) -> torch.Tensor:
     return tensor
 
 
+# zero-dim dtypes that kernels compute in (opmath is the dtype itself) and that hold any number of their category
+ZERO_DIM_EXACT = frozenset({torch.float32, torch.float64, torch.complex64, torch.complex128, torch.int64, torch.bool})
+
 # result dtypes whose kernels compute in the dtype itself and cast a wrapped number to it first; ints up to
 # the limit convert without rounding, so no double rounding can creep in
 _CAST_FIRST = {torch.float32: 2**24, torch.complex64: 2**24, torch.float64: 2**53, torch.complex128: 2**53}
