@@ -142,8 +142,8 @@ def stats() -> list[dict]:
         for dtype, names in sorted(found.supported.items()):
             rows += [_row((name, dtype, device_type), "native", "native", {}) for name in names]
         for name in found.crashed:  # its probe crashed or hung: support unknown, PyTorch's kernel kept
-            rows += [_row((name, dtypes.NAMES[d], device_type), "crashed", "native", {})
-                     for d in dtypes.COMPLEX_TARGETS]
+            keys = [(name, dtypes.NAMES[d], device_type) for d in dtypes.COMPLEX_TARGETS]
+            rows += [_row(key, "crashed", "native", calls.pop(key, {})) for key in keys]
     rows += [_row(key, "unknown", max(seen, key=seen.get), seen) for key, seen in calls.items()]
     return sorted(rows, key=lambda r: (r["device"], r["dtype"], r["op"]))
 
