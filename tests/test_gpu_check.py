@@ -40,7 +40,10 @@ def test_latency_rows_compare_first_calls_on_empty_and_imported_warm_caches(monk
         if code is gpu_check._FIRST_CALLS:
             warm = "imported" in cache
             return {"seconds": {"exp": 0.01 if warm else 0.9}, "compiled": {"exp": 0 if warm else 1}}
-        return {"import": 0.5} if code is gpu_check._IMPORT else {"cpu": 15.0, "guard and install": 1.0}
+        if code is gpu_check._IMPORT:
+            return {"import": 0.5}
+        return {"seconds": {"cpu": 15.0, "cuda": 20.0, "guard and install": 1.0},
+                "notes": {"cpu": "empty cache, 377 overrides, 0 crashed"}}
 
     def cli(cache, *args, **env):
         commands.append((cache.rsplit("/", 1)[-1], args[:2], env))
@@ -50,6 +53,10 @@ def test_latency_rows_compare_first_calls_on_empty_and_imported_warm_caches(monk
     monkeypatch.setattr(gpu_check, "_child", child)
     monkeypatch.setattr(gpu_check, "_cli", cli)
     rows = gpu_check.latency_rows()
+    imports = [(r["metric"], r["ours"], r["baseline"]) for r in rows if r["metric"].startswith("first import")]
+    assert imports == [("first import: discovery cpu", "15 s", "empty cache, 377 overrides, 0 crashed"),
+                       ("first import: discovery cuda", "20 s", "empty cache"),
+                       ("first import: guard and install", "1 s", "empty cache")]
     first = [(r["metric"], r["ours"], r["baseline"]) for r in rows if r["metric"].startswith("first call")]
     assert first == [("first call exp", "0.9 s", "empty kernel and Triton caches, 1 Triton compilation"),
                      ("first call exp", "0.01 s", "imported warm cache, empty Triton cache, 0 Triton compilations")]
