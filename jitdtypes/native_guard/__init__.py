@@ -80,7 +80,7 @@ def load() -> ctypes.CDLL:
                 _loaded["error"] = exc
                 raise
             _loaded.update(library=library, path=path, meta=meta)
-            library.jitdtypes_guard_upcast_enable(int(_cpp_upcast["switch"] and _cpp_upcast["conditions"]))
+            library.jitdtypes_guard_upcast_enable(int(cpp_upcast_enabled()))
         return _loaded["library"]
 
 
@@ -104,7 +104,7 @@ def _update_cpp_upcast(**changes) -> None:
     with _lock:
         _cpp_upcast.update(changes)
         if "library" in _loaded:
-            _loaded["library"].jitdtypes_guard_upcast_enable(int(_cpp_upcast["switch"] and _cpp_upcast["conditions"]))
+            _loaded["library"].jitdtypes_guard_upcast_enable(int(cpp_upcast_enabled()))
 
 
 def build_in_background(choice: str | None = None) -> None:

@@ -3,6 +3,9 @@
 // kernel untouched (wrapped numbers stay wrapped), the rest to the Python router, which is registered at the
 // same key just before the guard and so sits underneath it.
 //
+// Calls the router would upcast in the common way (functional operator, one 16-bit complex dtype) a typed guard
+// upcasts itself: upcast.h.
+//
 // Two forms. A typed guard has the operator's unboxed C++ signature, so the dispatcher calls it directly and
 // it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures.h;
 // every other operator gets the boxed guard, which scans the argument stack and costs the dispatcher's boxing
@@ -13,12 +16,16 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <array>
+#include <atomic>
 #include <bitset>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 

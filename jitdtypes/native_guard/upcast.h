@@ -10,10 +10,7 @@
 
 #pragma once
 
-#include <array>
-#include <atomic>
-#include <cstdint>
-#include <type_traits>
+// Included by guard.cpp inside its anonymous namespace, after DtypeSet; the standard headers come with it.
 
 // Python turns it off for the triton-interpret CPU backend, while probing bypasses overrides, and on request.
 std::atomic<bool> upcast_enabled{false};
