@@ -2,6 +2,9 @@
 and leaves to the Python router every call it does not cover."""
 
 import logging
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -9,7 +12,7 @@ import torch
 import jitdtypes
 from jitdtypes import dtypes, native_guard, path_record
 from tests import opinfo_samples as db
-from tests.conftest import IDS, TARGETS
+from tests.conftest import IDS, TARGETS, seed_cache
 from tests.opinfo_exclusions import EXCLUDED, RANDOM_OPS
 
 OPS = [op for op in db.ops_supporting(torch.complex64) if db.op_id(op) not in RANDOM_OPS]
@@ -22,8 +25,8 @@ def compiled_guard():
         pytest.skip("no compiled guard in this session")
     native_guard.set_cpp_upcast(True)
     yield
-    native_guard.set_cpp_upcast(True)
-    jitdtypes.enable("auto")
+    native_guard.set_cpp_upcast(os.environ.get(native_guard.CPP_UPCAST_ENV_VAR, "").strip() != "0")
+    jitdtypes.enable(os.environ.get("JITDTYPES_GUARD") or "auto")
 
 
 def cpp_calls() -> int:
@@ -69,7 +72,7 @@ def test_opinfo_samples_bit_identical(target):
     for op in OPS:
         if db.op_id(op) in EXCLUDED.get(dtypes.NAMES[target], {}):
             continue
-        for index, sample in enumerate(db.samples(op, torch.complex64, limit=2)):
+        for index, sample in enumerate(db.samples(op, torch.complex64)):
             low = db.convert(sample, torch.complex64, target)
             python, compiled, upcast_in_cpp = both_paths(lambda: db.call(op, low))
             if upcast_in_cpp:
@@ -205,3 +208,23 @@ def test_kernel_errors_read_as_on_the_python_path(target):
         assert python[1] is not None
         assert compiled == python
         assert upcast_in_cpp == 0
+
+
+_COUNT_CPP_CALLS = """
+import torch, jitdtypes
+from jitdtypes import native_guard, path_record
+z = torch.randn(8, dtype=torch.complex64).to(torch.complex32)
+for _ in range(3):
+    z.exp()
+print(native_guard.cpp_upcast_enabled(), sum(cell.value for cell in path_record._native_cells.values()))
+"""
+
+
+@pytest.mark.parametrize("setting, expected", [("0", "False 0"), ("1", "True 2")])
+def test_environment_variable_switches_it(tmp_path, setting, expected):
+    env = {**os.environ, "JITDTYPES_CACHE_DIR": str(seed_cache(tmp_path / "cache")),
+           "JITDTYPES_GUARD": "compiled", native_guard.CPP_UPCAST_ENV_VAR: setting}
+    done = subprocess.run([sys.executable, "-c", _COUNT_CPP_CALLS], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == expected
