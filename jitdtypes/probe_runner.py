@@ -223,7 +223,7 @@ def _child(device_type: str, todo: Path, progress: Path, overrides: Path, bypass
                 return
             write({"start": name})
             if bypass_probed:
-                registrar.bypassed = frozenset({name})
+                registrar.bypass(frozenset({name}))
             try:
                 outcome = probe.probe(schema.overload(name), device_type,
                                       faults.caller(name, call) if faults else call)

@@ -6,6 +6,8 @@ sends calls without a target dtype straight to the original kernel. The Python g
 per schema, because a generic loop over arguments costs a measurable fraction of a microsecond on every call
 of every dtype; under the compiled guard it is the router for the calls the C++ side hands over. Calls with
 a target dtype are routed: native first for PARTIAL support, then a template kernel or the upcast path.
+Where the upcast path is all a routed call can take (`_cpp_upcast_dtypes`), the typed compiled guard runs
+its common case itself (native_guard/upcast.h).
 """
 
 from __future__ import annotations
@@ -30,8 +32,23 @@ _DTYPE_ERROR_MARKERS = (
 )
 
 # Overloads whose overrides act as plain PyTorch: discovery probes a composite op this way to see whether
-# it still fails with every other override in place.
+# it still fails with every other override in place. Set with `bypass`.
 bypassed: frozenset[str] = frozenset()
+
+
+def bypass(names: frozenset[str]) -> None:
+    global bypassed
+    bypassed = names
+    _refresh_cpp_upcast()
+
+
+def _refresh_cpp_upcast() -> None:
+    # the compiled guard's upcast is the CPU upcast backend's path, and bypasses nothing
+    native_guard.allow_cpp_upcast(engine.cpu_backend() == engine.UPCAST and not bypassed)
+
+
+engine.backend_listeners.append(_refresh_cpp_upcast)
+_refresh_cpp_upcast()
 
 # Overloads guarded although probing finds PyTorch's kernel working for the 16-bit complex dtypes:
 # (overload, their support, only under the compiled guard).
@@ -60,14 +77,16 @@ class Registration:
         self.keys: list[tuple[str, str]] = []
         self.typed: set[tuple[str, str]] = set()  # compiled guards with the operator's unboxed signature
 
-    def register(self, info: Overload, dispatch_key: str, make_python_kernel, missing, partial=()) -> None:
+    def register(self, info: Overload, dispatch_key: str, make_python_kernel, missing, partial=(),
+                 upcast=()) -> None:
         """Register the Python kernel `make_python_kernel(original)` at `dispatch_key`, and the compiled
-        guard over it when this registration uses one (`missing`, `partial`: the dtypes it hands over)."""
+        guard over it when this registration uses one (`missing`, `partial`: the dtypes it hands over;
+        `upcast`: (dtype, counter cell) pairs it may upcast in C++)."""
         captured = self.compiled.capture(info.full_name, dispatch_key) if self.compiled else None
         try:
             original = torch.library.get_kernel(info.full_name, dispatch_key)
             self.library.impl(info.short_name, make_python_kernel(original), dispatch_key)
-            if captured is not None and self.compiled.guard(captured, info, dispatch_key, missing, partial):
+            if captured is not None and self.compiled.guard(captured, info, dispatch_key, missing, partial, upcast):
                 self.typed.add((info.full_name, dispatch_key))
         finally:
             if captured is not None:
@@ -115,13 +134,33 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
             missing = [dtypes.BY_NAME[n] for n, s in finding.status.items() if s == MISSING and n in dtypes.BY_NAME]
             partial = [dtypes.BY_NAME[n] for n, s in finding.status.items() if s == PARTIAL and n in dtypes.BY_NAME]
             for key in finding.dispatch_keys(device_type):
+                upcast = _cpp_upcast_dtypes(info, key, missing) if registration.compiled else []
                 registration.register(
                     info, key, lambda original: make_kernel(info, original, finding.status, device_type, key),
                     missing, partial,
+                    [(d, path_record.native_counter(info.full_name, dtypes.NAMES[d], device_type, path_record.UPCAST))
+                     for d in upcast],
                 )
     for name, key, factory, handed_over in entry_points.entries([d.upper() for d in findings_by_device]):
         registration.register(overload(name), key, lambda original: factory(original, _constant_keyset(key)),
                               handed_over)
+
+
+def _cpp_upcast_dtypes(info: Overload, dispatch_key: str, missing) -> list:
+    """The dtypes whose common routed calls the compiled guard may upcast in C++ (see upcast.h): 16-bit
+    complex ones PyTorch lacks at the CPU key (below autograd; where no template kernel is asked unless the
+    CPU backend is switched, which switches this off), for a functional schema: no alias annotations (no
+    views, in-place or out=), Tensor results only, no tensor lists, no weights (WEIGHTS)."""
+    schema = info.op._schema
+    functional = (
+        all(a.alias_info is None for a in (*schema.arguments, *schema.returns))
+        and schema.returns and all(str(r.type) == "Tensor" for r in schema.returns)
+        and not any(a.kind == TENSOR_LIST for a in info.args)
+        and info.full_name not in upcast.WEIGHTS
+    )
+    if dispatch_key != "CPU" or not functional:
+        return []
+    return [d for d in missing if d in dtypes.COMPLEX_TARGETS]
 
 
 def _beyond_probing(findings: list[Finding], device_type: str, compiled: bool) -> list[Finding]:

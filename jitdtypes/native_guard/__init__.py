@@ -2,7 +2,9 @@
 
 For one (overload, dispatch key): `capture` PyTorch's kernel, register the Python router there (registrar),
 then `GuardLibrary.guard` puts the C++ guard over it. Calls whose arguments involve no target dtype never
-leave C++; the rest reach the router. Closing the library removes every guard it registered.
+leave C++; the rest reach the router, except the common routed call of a registration that allows it, which
+typed guards upcast in C++ (upcast.h) while `allow_cpp_upcast` and `set_cpp_upcast` agree. Closing the
+library removes every guard it registered.
 """
 
 from __future__ import annotations
@@ -20,10 +22,14 @@ log = logging.getLogger("jitdtypes")
 
 PYTHON, COMPILED, AUTO = "python", "compiled", "auto"
 ENV_VAR = "JITDTYPES_GUARD"
+# "0": typed guards never upcast in C++, every routed call goes to the Python router (comparisons, debugging)
+CPP_UPCAST_ENV_VAR = "JITDTYPES_CPP_UPCAST"
 _ERROR_SIZE = 4096
 
 _lock = threading.Lock()
 _loaded: dict = {}  # "library" -> ctypes.CDLL, "path", "meta"; or "error" -> message
+# the C++ upcast runs while both hold: the switch (env var, set_cpp_upcast) and jitdtypes' conditions
+_cpp_upcast = {"switch": os.environ.get(CPP_UPCAST_ENV_VAR, "").strip() != "0", "conditions": False}
 
 
 class GuardUnavailable(RuntimeError):
@@ -45,14 +51,15 @@ def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
         "jitdtypes_guard_release": [ctypes.c_void_p],
         "jitdtypes_guard_library_new": [out, p, s],
         "jitdtypes_guard_library_free": [ctypes.c_void_p],
-        "jitdtypes_guard_register": [ctypes.c_void_p, ctypes.c_void_p, p, p, p, p, p, p, p,
-                                     ctypes.POINTER(ctypes.c_int), p, s],
+        "jitdtypes_guard_register": [ctypes.c_void_p, ctypes.c_void_p, p, p, p, p, p, p, p, p,
+                                     ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int), p, s],
+        "jitdtypes_guard_upcast_enable": [ctypes.c_int],
         "jitdtypes_guard_signature_key": [p, p, p, s],
     }
     for name, argtypes in signatures.items():
         function = getattr(library, name)
         function.argtypes = argtypes
-        function.restype = None if name.endswith(("_release", "_free")) else ctypes.c_int
+        function.restype = None if name.endswith(("_release", "_free", "_enable")) else ctypes.c_int
     return library
 
 
@@ -73,7 +80,31 @@ def load() -> ctypes.CDLL:
                 _loaded["error"] = exc
                 raise
             _loaded.update(library=library, path=path, meta=meta)
+            library.jitdtypes_guard_upcast_enable(int(cpp_upcast_enabled()))
         return _loaded["library"]
+
+
+def set_cpp_upcast(enabled: bool) -> None:
+    """Let typed guards upcast eligible routed calls in C++ (the default, unless JITDTYPES_CPP_UPCAST=0), or
+    send every routed call to the Python router: same results, bit for bit, at Python's cost."""
+    _update_cpp_upcast(switch=bool(enabled))
+
+
+def allow_cpp_upcast(allowed: bool) -> None:
+    """jitdtypes' side of the switch: off while the CPU backend is not the upcast path or probing bypasses
+    overrides."""
+    _update_cpp_upcast(conditions=bool(allowed))
+
+
+def cpp_upcast_enabled() -> bool:
+    return _cpp_upcast["switch"] and _cpp_upcast["conditions"]
+
+
+def _update_cpp_upcast(**changes) -> None:
+    with _lock:
+        _cpp_upcast.update(changes)
+        if "library" in _loaded:
+            _loaded["library"].jitdtypes_guard_upcast_enable(int(cpp_upcast_enabled()))
 
 
 def build_in_background(choice: str | None = None) -> None:
@@ -162,16 +193,20 @@ class GuardLibrary:
     def capture(self, full_name: str, dispatch_key: str) -> Captured:
         return Captured(self._library, full_name, dispatch_key)
 
-    def guard(self, captured: Captured, info: Overload, dispatch_key: str, missing, partial) -> bool:
+    def guard(self, captured: Captured, info: Overload, dispatch_key: str, missing, partial, upcast=()) -> bool:
         """Put a guard at `dispatch_key` over what is registered there now. Calls with a `missing` dtype, or
         a real 16-bit tensor whose complex partner is a target next to a complex number, go to the kernel
         underneath; calls with a `partial` dtype try `captured` first; everything else runs `captured`.
-        True when the guard is typed (the operator's unboxed signature), False when boxed."""
+        `upcast`: (dtype, ctypes.c_uint64 counter cell) pairs for the dtypes whose common routed calls a typed
+        guard upcasts in C++ (the caller keeps the cells alive as long as the guard). True when the guard is
+        typed (the operator's unboxed signature), False when boxed."""
         real16 = [dtypes.REAL_OF[d] for d in (*missing, *partial) if d in dtypes.REAL_OF]
         typed = ctypes.c_int(0)
+        cells = (ctypes.c_void_p * max(len(upcast), 1))(*(ctypes.addressof(cell) for _, cell in upcast))
         _call(self._library.jitdtypes_guard_register, self.handle, captured.handle, *_split(info.full_name),
               dispatch_key.encode(), argument_kinds(info).encode(), _scalar_type_names(missing),
-              _scalar_type_names(partial), _scalar_type_names(real16), ctypes.byref(typed))
+              _scalar_type_names(partial), _scalar_type_names(real16),
+              _scalar_type_names([dtype for dtype, _ in upcast]), cells, ctypes.byref(typed))
         return bool(typed.value)
 
     def close(self) -> None:

@@ -1,6 +1,6 @@
 """Builds guard.cpp into a shared library with the C++ compiler the machine has, once per torch build.
 
-Key = sha256(format, guard.cpp and its header, torch version and git revision, C++ ABI, platform): check the store, lock,
+Key = sha256(format, guard.cpp and its headers, torch version and git revision, C++ ABI, platform): check the store, lock,
 check again, build in a private workspace, install. Without a usable compiler or cache the caller falls back.
 """
 
@@ -27,7 +27,7 @@ log = logging.getLogger("jitdtypes")
 
 FORMAT = 1
 SOURCE = Path(__file__).with_name("guard.cpp")
-HEADERS = (Path(__file__).with_name("typed_signatures.h"),)
+HEADERS = (Path(__file__).with_name("typed_signatures.h"), Path(__file__).with_name("upcast.h"))
 COMPILE_TIMEOUT_S = 600
 
 

@@ -3,6 +3,9 @@
 // kernel untouched (wrapped numbers stay wrapped), the rest to the Python router, which is registered at the
 // same key just before the guard and so sits underneath it.
 //
+// Calls the router would upcast in the common way (functional operator, one 16-bit complex dtype) a typed guard
+// upcasts itself: upcast.h.
+//
 // Two forms. A typed guard has the operator's unboxed C++ signature, so the dispatcher calls it directly and
 // it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures.h;
 // every other operator gets the boxed guard, which scans the argument stack and costs the dispatcher's boxing
@@ -13,12 +16,16 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include <array>
+#include <atomic>
 #include <bitset>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <memory>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -30,6 +37,8 @@ using c10::ScalarType;
 
 constexpr size_t kScalarTypes = static_cast<size_t>(ScalarType::NumOptions);
 using DtypeSet = std::bitset<kScalarTypes>;
+
+#include "upcast.h"
 
 struct Scan {
   bool missing = false;         // a dtype PyTorch has no kernel for
@@ -44,6 +53,7 @@ struct GuardState {
   c10::SafeKernelFunction original;
   c10::SafeKernelFunction router;
   DtypeSet missing, partial, real16;
+  std::shared_ptr<const UpcastState> upcast;  // null when this registration never upcasts in C++
 
   void see_dtype(ScalarType dtype, Scan& scan) const {
     const size_t index = static_cast<size_t>(dtype);
@@ -159,7 +169,27 @@ struct Typed<Return(Args...)> {
     library.impl(name, torch::dispatch(key, [state](c10::DispatchKeySet keys, Args... args) -> Return {
       Scan scan;
       (state->see(args, scan), ...);
-      if (GuardState::hand_over(scan)) return call(state->router, *state, keys, args...);
+      if (GuardState::hand_over(scan)) {
+        if constexpr (tensor_results<Return> && (passes_through<Args> && ...)) {
+          if (state->upcast && upcast_enabled.load(std::memory_order_relaxed)) {
+            UpcastCheck check;
+            (check.see(args), ...);
+            if (check.ok && state->upcast->takes(check.dtype)) {
+              try {
+                Widened widened;
+                Return result = round_results(state->original.kernelFunction().template call<Return, Args...>(
+                                                  state->op, keys, widen_arg<Args>(args, widened)...),
+                                              check.dtype);
+                state->upcast->count(check.dtype);
+                return result;
+              } catch (const c10::Error&) {
+                // the router raises it again, worded in the caller's dtypes
+              }
+            }
+          }
+        }
+        return call(state->router, *state, keys, args...);
+      }
       if (!scan.partial) return call(state->original, *state, keys, args...);
       try {
         return call(state->original, *state, keys, args...);
@@ -224,6 +254,26 @@ DtypeSet parse_dtypes(const char* names) {
   return set;
 }
 
+// `names` as parse_dtypes reads them, `calls` one counter cell per name in that order; null when none.
+std::shared_ptr<const UpcastState> make_upcast(const char* names, uint64_t* const* calls) {
+  auto upcast = std::make_shared<UpcastState>();
+  const std::string list = names == nullptr ? "" : names;
+  size_t start = 0, position = 0;
+  while (start < list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    const DtypeSet one = parse_dtypes(list.substr(start, end - start).c_str());
+    TORCH_CHECK(calls != nullptr && calls[position] != nullptr, "jitdtypes guard: no counter for ", names);
+    for (size_t i = 0; i < kScalarTypes; ++i) {
+      if (one[i]) upcast->calls[i] = calls[position];
+    }
+    upcast->dtypes |= one;
+    ++position;
+    start = end + 1;
+  }
+  return upcast->dtypes.none() ? nullptr : upcast;
+}
+
 // Registering over a kernel is the point; the dispatcher warns about it.
 class QuietWarnings final : public c10::WarningHandler {
  public:
@@ -284,7 +334,8 @@ JITDTYPES_EXPORT void jitdtypes_guard_library_free(void* library) { delete stati
 JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* original, const char* name,
                                               const char* overload, const char* key, const char* kinds,
                                               const char* missing, const char* partial, const char* real16,
-                                              int* typed, char* error, size_t error_size) {
+                                              const char* upcast, uint64_t* const* upcast_calls, int* typed,
+                                              char* error, size_t error_size) {
   try {
     const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
     const c10::DispatchKey dispatch_key = c10::parseDispatchKey(key);
@@ -292,7 +343,7 @@ JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* origina
                 "jitdtypes guard: argument kinds do not match the schema of ", name, ".", overload);
     auto state = std::make_shared<const GuardState>(GuardState{
         op, *static_cast<const c10::SafeKernelFunction*>(original), op.getComputedKernelForDispatchKey(dispatch_key),
-        parse_dtypes(missing), parse_dtypes(partial), parse_dtypes(real16)});
+        parse_dtypes(missing), parse_dtypes(partial), parse_dtypes(real16), make_upcast(upcast, upcast_calls)});
     const std::string qualified = std::string(name).substr(std::strlen("aten::")) +
                                   (overload[0] ? std::string(".") + overload : std::string());
     auto& lib = *static_cast<torch::Library*>(library);
@@ -310,6 +361,9 @@ JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* origina
     return 1;
   }
 }
+
+// Whether typed guards upcast eligible calls in C++ (registrations that allow it; off until Python says).
+JITDTYPES_EXPORT void jitdtypes_guard_upcast_enable(int enabled) { upcast_enabled.store(enabled != 0); }
 
 // The key under which typed_signatures() would list this operator (tests and diagnostics).
 JITDTYPES_EXPORT int jitdtypes_guard_signature_key(const char* name, const char* overload, char* key,

@@ -1,0 +1,230 @@
+"""The compiled guard's C++ upcast (native_guard/upcast.h) gives the Python upcast path's results bit for bit,
+and leaves to the Python router every call it does not cover."""
+
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import jitdtypes
+from jitdtypes import dtypes, native_guard, path_record
+from tests import opinfo_samples as db
+from tests.conftest import IDS, TARGETS, seed_cache
+from tests.opinfo_exclusions import EXCLUDED, RANDOM_OPS
+
+OPS = [op for op in db.ops_supporting(torch.complex64) if db.op_id(op) not in RANDOM_OPS]
+
+
+@pytest.fixture(autouse=True)
+def compiled_guard():
+    jitdtypes.enable("compiled")
+    if jitdtypes.guard() != "compiled":
+        pytest.skip("no compiled guard in this session")
+    native_guard.set_cpp_upcast(True)
+    yield
+    native_guard.set_cpp_upcast(os.environ.get(native_guard.CPP_UPCAST_ENV_VAR, "").strip() != "0")
+    jitdtypes.enable(os.environ.get("JITDTYPES_GUARD") or "auto")
+
+
+def cpp_calls() -> int:
+    return sum(cell.value for cell in path_record._native_cells.values())
+
+
+def bits(value):
+    """What must be identical: the type, and for a tensor its dtype, shape, strides and every byte."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    if value.layout != torch.strided:
+        return value.layout, bits(value.to_dense())
+    raw = value.resolve_conj().resolve_neg()
+    raw = raw.contiguous().reshape(-1) if raw.numel() else raw.reshape(-1)
+    return value.dtype, tuple(value.shape), value.stride(), raw.view(torch.uint8).tolist()
+
+
+def outcome(call):
+    """(result's bits, None) or (None, (exception type, message))."""
+    try:
+        return [bits(v) for v in db.flat(call())], None
+    except Exception as exc:  # noqa: BLE001 - compared between the two paths
+        return None, (type(exc), str(exc))
+
+
+def both_paths(call):
+    """The outcome with the Python path, and with the C++ upcast after a first call (which the router takes
+    for each new registration and dtype), and the number of calls upcast in C++ meanwhile."""
+    native_guard.set_cpp_upcast(False)
+    python = outcome(call)
+    native_guard.set_cpp_upcast(True)
+    outcome(call)
+    before = cpp_calls()
+    compiled = outcome(call)
+    return python, compiled, cpp_calls() - before
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=IDS)
+def test_opinfo_samples_bit_identical(target):
+    """Every OpInfo op supporting complex64, on its samples in the 16-bit dtype: the same values, dtypes,
+    shapes, strides, or the same error, with and without the C++ upcast."""
+    exercised, mismatches = set(), []
+    for op in OPS:
+        if db.op_id(op) in EXCLUDED.get(dtypes.NAMES[target], {}):
+            continue
+        for index, sample in enumerate(db.samples(op, torch.complex64)):
+            low = db.convert(sample, torch.complex64, target)
+            python, compiled, upcast_in_cpp = both_paths(lambda: db.call(op, low))
+            if upcast_in_cpp:
+                exercised.add(db.op_id(op))
+            if python != compiled:
+                mismatches.append(f"{db.op_id(op)} sample {index}")
+    assert not mismatches, mismatches
+    assert len(exercised) >= 100, sorted(exercised)
+
+
+def _tensor(target, *shape):
+    return torch.randn(*shape, dtype=torch.complex64).to(target)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=IDS)
+def test_common_calls_are_upcast_in_cpp(target):
+    z, w, m = _tensor(target, 8), _tensor(target, 8), _tensor(target, 4, 4)
+    # overloads PyTorch's CPU kernels lack both dtypes for: elementwise, reductions, scans, matmul family
+    for call in (lambda: z.exp(), lambda: z.sqrt(), lambda: z / w, lambda: z.sum(), lambda: z.sum(0, keepdim=True),
+                 lambda: z.prod(), lambda: torch.cumsum(z, 0), lambda: m @ m, lambda: torch.bmm(m[None], m[None]),
+                 lambda: torch.addmm(m, m, m), lambda: torch.dot(z, w),
+                 # lazy flags resolved above the CPU key
+                 lambda: z.conj().exp(), lambda: torch._neg_view(z).exp(), lambda: torch._neg_view(m) @ m):
+        python, compiled, upcast_in_cpp = both_paths(call)
+        assert python[0] is not None
+        assert compiled == python
+        assert upcast_in_cpp >= 1
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=IDS)
+def test_calls_outside_the_common_case_take_the_python_path(target):
+    z, w, m = _tensor(target, 8), _tensor(target, 8), _tensor(target, 4, 4)
+    other = dtypes.BCOMPLEX32 if target == torch.complex32 else torch.complex32
+    out, real = torch.empty(8, dtype=target), torch.randn(8)
+    calls = {
+        # mm lets a lazy conj flag through to the CPU kernel (neg flags never get there, nor exp's conj)
+        "conj input": lambda: m.conj() @ m,
+        "a Python number": lambda: z * 2,
+        "a complex Python number": lambda: z * 0.5j,
+        "a float32 tensor": lambda: z * real,
+        "dtype=": lambda: z.sum(dtype=target),
+        "out=": lambda: torch.exp(z, out=out),
+        "in place": lambda: z.clone().exp_(),
+    }
+    if other is not None:
+        calls["mixed 16-bit dtypes"] = lambda: z + w.to(other)
+    for what, call in calls.items():
+        python, compiled, upcast_in_cpp = both_paths(call)
+        assert python[0] is not None, what
+        assert compiled == python, what
+        assert upcast_in_cpp == 0, what
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=IDS)
+def test_stats_count_calls_upcast_in_cpp(target):
+    z = _tensor(target, 8)
+    z.tan()  # the registration's first call of this dtype: the router's
+    path_record.reset()
+    before = cpp_calls()
+    for _ in range(5):
+        z.tan()
+    assert cpp_calls() - before == 5
+    assert path_record.calls()[("aten::tan", dtypes.NAMES[target], "cpu")] == {path_record.UPCAST: 5}
+    row = next(r for r in jitdtypes.stats() if (r["op"], r["dtype"], r["device"]) ==
+               ("aten::tan", dtypes.NAMES[target], "cpu"))
+    assert row["path"] == path_record.UPCAST
+    assert (row["calls"], row["calls_by_path"]) == (5, {path_record.UPCAST: 5})
+
+
+def test_the_first_call_of_each_dtype_goes_to_the_router(caplog):
+    jitdtypes.disable()
+    jitdtypes.enable("compiled")  # fresh guards and routers
+    caplog.set_level(logging.DEBUG, logger="jitdtypes")
+    for target in TARGETS:
+        z = _tensor(target, 8)
+        before = cpp_calls()
+        z.sinh()
+        assert cpp_calls() == before
+        assert f"aten::sinh on {dtypes.NAMES[target]}/cpu -> upcast" in caplog.text
+        z.sinh()
+        z.sinh()
+        assert cpp_calls() == before + 2
+    assert caplog.text.count("aten::sinh on") == len(TARGETS)
+
+
+def test_triton_interpret_backend_turns_it_off():
+    z = _tensor(torch.complex32, 8)
+    z.exp(), z.exp()
+    previous = jitdtypes.engine.cpu_backend()
+    jitdtypes.set_cpu_backend("triton-interpret")
+    try:
+        assert not native_guard.cpp_upcast_enabled()
+        before = cpp_calls()
+        result = z.exp()
+        assert cpp_calls() == before
+        assert result.dtype == torch.complex32
+    finally:
+        jitdtypes.set_cpu_backend(previous)
+    assert native_guard.cpp_upcast_enabled()
+    before = cpp_calls()
+    z.exp()
+    assert cpp_calls() == before + 1
+
+
+def test_probing_with_overrides_bypassed_turns_it_off():
+    from jitdtypes import registrar
+
+    registrar.bypass(frozenset({"aten::exp"}))
+    try:
+        assert not native_guard.cpp_upcast_enabled()
+    finally:
+        registrar.bypass(frozenset())
+    assert native_guard.cpp_upcast_enabled()
+
+
+def test_python_guard_is_unaffected():
+    jitdtypes.enable("python")
+    assert jitdtypes.guard() == "python"
+    z, w = _tensor(torch.complex32, 8), _tensor(torch.complex32, 8)
+    before = cpp_calls()
+    for _ in range(3):
+        result = z * w
+    assert cpp_calls() == before
+    expected = (z.to(torch.complex64) * w.to(torch.complex64)).to(torch.complex32)
+    assert bits(result) == bits(expected)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=IDS)
+def test_kernel_errors_read_as_on_the_python_path(target):
+    a, b, z = _tensor(target, 4, 3), _tensor(target, 4, 4), _tensor(target, 8)
+    for call in (lambda: a @ b, lambda: torch.dot(z, z[:4]), lambda: torch.addmm(b, a, b)):
+        python, compiled, upcast_in_cpp = both_paths(call)
+        assert python[1] is not None
+        assert compiled == python
+        assert upcast_in_cpp == 0
+
+
+_COUNT_CPP_CALLS = """
+import torch, jitdtypes
+from jitdtypes import native_guard, path_record
+z = torch.randn(8, dtype=torch.complex64).to(torch.complex32)
+for _ in range(3):
+    z.exp()
+print(native_guard.cpp_upcast_enabled(), sum(cell.value for cell in path_record._native_cells.values()))
+"""
+
+
+@pytest.mark.parametrize("setting, expected", [("0", "False 0"), ("1", "True 2")])
+def test_environment_variable_switches_it(tmp_path, setting, expected):
+    env = {**os.environ, "JITDTYPES_CACHE_DIR": str(seed_cache(tmp_path / "cache")),
+           "JITDTYPES_GUARD": "compiled", native_guard.CPP_UPCAST_ENV_VAR: setting}
+    done = subprocess.run([sys.executable, "-c", _COUNT_CPP_CALLS], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[-2] == expected
