@@ -149,18 +149,30 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
 def _cpp_upcast_dtypes(info: Overload, dispatch_key: str, missing) -> list:
     """The dtypes whose common routed calls the compiled guard may upcast in C++ (see upcast.h): 16-bit
     complex ones PyTorch lacks at the CPU key (below autograd; where no template kernel is asked unless the
-    CPU backend is switched, which switches this off), for a functional schema: no alias annotations (no
-    views, in-place or out=), Tensor results only, no tensor lists, no weights (WEIGHTS)."""
-    schema = info.op._schema
-    functional = (
-        all(a.alias_info is None for a in (*schema.arguments, *schema.returns))
-        and schema.returns and all(str(r.type) == "Tensor" for r in schema.returns)
-        and not any(a.kind == TENSOR_LIST for a in info.args)
-        and info.full_name not in upcast.WEIGHTS
-    )
-    if dispatch_key != "CPU" or not functional:
+    CPU backend is switched, which switches this off), for a schema without views: Tensor results without
+    alias annotations, or one written tensor returned as the only result (in place as the first argument, or
+    a keyword-only out=); no tensor lists, no weights (WEIGHTS)."""
+    if dispatch_key != "CPU" or not _upcast_schema(info):
         return []
     return [d for d in missing if d in dtypes.COMPLEX_TARGETS]
+
+
+def _upcast_schema(info: Overload) -> bool:
+    schema = info.op._schema
+    if (not schema.returns or any(str(r.type) != "Tensor" for r in schema.returns)
+            or any(a.kind == TENSOR_LIST for a in info.args) or info.full_name in upcast.WEIGHTS):
+        return False
+    arguments = schema.arguments
+    annotated = [i for i, a in enumerate(arguments) if a.alias_info is not None]
+    if not annotated:
+        return all(r.alias_info is None for r in schema.returns)
+    if len(annotated) != 1 or len(schema.returns) != 1:
+        return False
+    # the C++ guard takes a written argument in first place for in place, anywhere else for out=
+    written, result = arguments[annotated[0]], schema.returns[0]
+    in_place = annotated[0] == 0 and not written.kwarg_only
+    return (written.alias_info.is_write and (in_place or written.kwarg_only) and result.alias_info is not None
+            and result.alias_info.is_write and result.alias_info.before_set == written.alias_info.before_set)
 
 
 def _beyond_probing(findings: list[Finding], device_type: str, compiled: bool) -> list[Finding]:

@@ -3,8 +3,8 @@
 // kernel untouched (wrapped numbers stay wrapped), the rest to the Python router, which is registered at the
 // same key just before the guard and so sits underneath it.
 //
-// Calls the router would upcast in the common way (functional operator, one 16-bit complex dtype) a typed guard
-// upcasts itself: upcast.h.
+// Calls the router would upcast in the common way (no views, one 16-bit complex dtype) a typed guard upcasts
+// itself: upcast.h.
 //
 // Two forms. A typed guard has the operator's unboxed C++ signature, so the dispatcher calls it directly and
 // it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures.h;
@@ -14,6 +14,7 @@
 // Loaded with ctypes: a plain C interface, no Python headers, so one build serves every Python version.
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
 #include <array>
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -170,20 +172,18 @@ struct Typed<Return(Args...)> {
       Scan scan;
       (state->see(args, scan), ...);
       if (GuardState::hand_over(scan)) {
-        if constexpr (tensor_results<Return> && (passes_through<Args> && ...)) {
+        if constexpr (upcastable<Return, Args...>) {
           if (state->upcast && upcast_enabled.load(std::memory_order_relaxed)) {
             UpcastCheck check;
-            (check.see(args), ...);
-            if (check.ok && state->upcast->takes(check.dtype)) {
+            see_all(check, std::index_sequence_for<Args...>{}, args...);
+            const ScalarType dtype = check.verdict();
+            if (dtype != ScalarType::Undefined && state->upcast->takes(dtype)) {
               try {
-                Widened widened;
-                Return result = round_results(state->original.kernelFunction().template call<Return, Args...>(
-                                                  state->op, keys, widen_arg<Args>(args, widened)...),
-                                              check.dtype);
-                state->upcast->count(check.dtype);
+                Return result = upcast(std::index_sequence_for<Args...>{}, *state, keys, dtype, args...);
+                state->upcast->count(dtype);
                 return result;
               } catch (const c10::Error&) {
-                // the router raises it again, worded in the caller's dtypes
+                // the router raises it again, worded in the caller's dtypes (nothing was written back yet)
               }
             }
           }
@@ -197,6 +197,28 @@ struct Typed<Return(Args...)> {
         return call(state->router, *state, keys, args...);
       }
     }));
+  }
+
+  template <size_t... Index>
+  static void see_all(UpcastCheck& check, std::index_sequence<Index...>, const Args&... args) {
+    (check.see_at<Index, Args>(args), ...);
+  }
+
+  // widen, call the original kernel, round the results back or write the written tensor back (upcast.h)
+  template <size_t... Index>
+  static Return upcast(std::index_sequence<Index...>, const GuardState& state, c10::DispatchKeySet keys,
+                       ScalarType dtype, Args... args) {
+    Widened widened;
+    Written written;
+    const c10::KernelFunction& kernel = state.original.kernelFunction();
+    if constexpr (std::is_same_v<Return, Tensor&>) {
+      kernel.template call<Return, Args...>(state.op, keys, widen_arg<Args, Index>(args, widened, written)...);
+      return write_back(written);
+    } else {
+      return round_results(
+          kernel.template call<Return, Args...>(state.op, keys, widen_arg<Args, Index>(args, widened, written)...),
+          dtype);
+    }
   }
 
   static Return call(const c10::SafeKernelFunction& kernel, const GuardState& state, c10::DispatchKeySet keys,
