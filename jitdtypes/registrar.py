@@ -170,8 +170,8 @@ def _upcast_schema(info: Overload) -> bool:
         return False
     # the C++ guard takes a written argument in first place for in place, anywhere else for out=
     written, result = arguments[annotated[0]], schema.returns[0]
-    in_place = annotated[0] == 0 and not written.kwarg_only
-    return (written.alias_info.is_write and (in_place or written.kwarg_only) and result.alias_info is not None
+    in_place, out = annotated[0] == 0 and not written.kwarg_only, annotated[0] > 0 and written.kwarg_only
+    return (written.alias_info.is_write and (in_place or out) and result.alias_info is not None
             and result.alias_info.is_write and result.alias_info.before_set == written.alias_info.before_set)
 
 

@@ -129,6 +129,11 @@ def test_opinfo_binary_ops_with_python_numbers_bit_identical(target):
 # beyond test_fallback's SCALARS: ints past float16's range and past float32's exact ones, -inf, complex
 # parts float32 cannot hold, False
 NUMBERS = SCALARS + [70000, 2**24 + 1, -2**62, float("-inf"), 0.1 + 1e300j, complex("nan+1j"), False]
+# test_fallback's grid writes in place on real dtypes only; these on complex ones, and out= of the right shape
+GRID_OPS = WRAPPED_NUMBER_OPS + [
+    lambda a, s: a.mul_(s), lambda a, s: a.div_(s), lambda a, s: a.sub_(s, alpha=3),
+    lambda a, s: torch.div(a, s, out=torch.empty_like(a)), lambda a, s: torch.add(s, a, out=torch.empty_like(a)),
+]
 
 
 @pytest.mark.parametrize("shape", [(3,), ()], ids=["1d", "0d"])
@@ -139,7 +144,7 @@ def test_wrapped_number_grid_bit_identical(target, shape):
     Wrapped numbers next to zero-dim tensors are left to the router (Scalar overloads are upcast in C++)."""
     x = _tensor(target, *shape)
     upcast, mismatches = 0, []
-    for op in WRAPPED_NUMBER_OPS:
+    for op in GRID_OPS:
         for number in NUMBERS:
             python, compiled, upcast_in_cpp = both_paths(lambda: op(x.clone(), number))
             upcast += upcast_in_cpp

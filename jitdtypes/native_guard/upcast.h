@@ -1,7 +1,8 @@
 // The upcast path in C++, for the common routed call of a typed guard: an operator without views, with
 // Tensor results or one written tensor it returns (in place, out=), whose every tensor argument has the same
-// 16-bit complex dtype PyTorch lacks (an out= tensor may have its real partner), next to Python numbers. The Python router would widen those tensors to complex64, call the kernel underneath and round the
-// results back; crossing into Python for that costs several microseconds, so the typed guard does the same
+// 16-bit complex dtype PyTorch lacks (an out= tensor may have its real partner), next to Python numbers. The
+// Python router would widen those tensors to complex64, call the kernel underneath and round the results
+// back (or write them back); crossing into Python for that costs several microseconds, so the typed guard does the same
 // three steps itself. The same ATen functions (to(), the original kernel) make the results bit-identical.
 //
 // The first such call of each dtype still goes to the router, which builds and logs its specialization;
@@ -43,8 +44,8 @@ struct UpcastState {
 };
 
 // Per call: one dtype across every defined tensor, no lazy conj/neg (Python resolves them on the 16-bit
-// side), no dtype=; wrapped numbers other than bool only next to a tensor with dimensions. A written tensor in place (the first
-// argument) has the dtype too, an out= tensor the dtype or its real partner.
+// side), no dtype=; wrapped numbers other than bool only next to a tensor with dimensions. A tensor written in
+// place (the first argument) has the dtype too, an out= tensor the dtype or its real partner.
 struct UpcastCheck {
   ScalarType dtype = ScalarType::Undefined;
   ScalarType written = ScalarType::Undefined;  // of an out= tensor
@@ -81,7 +82,8 @@ struct UpcastCheck {
       } else {
         written = value.scalar_type();
       }
-    } else if constexpr (std::is_same_v<std::decay_t<A>, Tensor> || std::is_same_v<std::decay_t<A>, std::optional<Tensor>> ||
+    } else if constexpr (std::is_same_v<std::decay_t<A>, Tensor> ||
+                         std::is_same_v<std::decay_t<A>, std::optional<Tensor>> ||
                          std::is_same_v<std::decay_t<A>, std::optional<ScalarType>>) {
       see(value);
     }
