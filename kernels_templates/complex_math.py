@@ -22,15 +22,21 @@ def _to_bf16(v):
     half = tl.where(v != v, 0x7FC0, bits >> 16).to(tl.uint16)
     return half.to(tl.bfloat16, bitcast=True)
 ''',
-    "_hypot": '''
+    "_magnitudes": '''
 @triton.jit
-def _hypot(x, y):
-    # max * sqrt(1 + (min/max)^2): the squares can neither overflow nor underflow.
+def _magnitudes(x, y):
+    # (max, min, min/max) of |x| and |y|, NaN kept: scaling by the larger part keeps squares in range.
     ax = tl.abs(x)
     ay = tl.abs(y)
     big = tl.maximum(ax, ay, propagate_nan=tl.PropagateNan.ALL)
     small = tl.minimum(ax, ay, propagate_nan=tl.PropagateNan.ALL)
-    ratio = small / tl.where(big == 0.0, 1.0, big)
+    return big, small, small / tl.where(big == 0.0, 1.0, big)
+''',
+    "_hypot": '''
+@triton.jit
+def _hypot(x, y):
+    # max * sqrt(1 + (min/max)^2): the squares can neither overflow nor underflow.
+    big, _, ratio = _magnitudes(x, y)
     return tl.where(big == float("inf"), big, big * tl.sqrt(1.0 + ratio * ratio))
 ''',
     "_atan2": '''
@@ -70,11 +76,7 @@ def _log1p(t):
 def _log_abs(x, y):
     # log|x + iy| without forming |z|^2 (overflow). Near |z| = 1 it is 0.5 log1p((m - 1)(m + 1) + n^2),
     # whose products are exact for 16-bit inputs, instead of the cancelling log(m) + 0.5 log1p((n/m)^2).
-    ax = tl.abs(x)
-    ay = tl.abs(y)
-    big = tl.maximum(ax, ay, propagate_nan=tl.PropagateNan.ALL)
-    small = tl.minimum(ax, ay, propagate_nan=tl.PropagateNan.ALL)
-    ratio = small / tl.where(big == 0.0, 1.0, big)
+    big, small, ratio = _magnitudes(x, y)
     far = tl.log(big) + 0.5 * _log1p(ratio * ratio)
     near = 0.5 * _log1p((big - 1.0) * (big + 1.0) + small * small)
     r = tl.where((big > 0.5) & (big < 2.0), near, far)
