@@ -7,6 +7,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Complex modules are a new featur
 
 from jitdtypes import dtypes
 from tests.conftest import IDS, TARGETS, TOLERANCE
+from tests.programs import spectral_conv_1d
 
 
 def _relative_error(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -57,19 +58,12 @@ def test_fft_spectral_convolution_backward(dtype):
     x = torch.randn(4, 2, 30).to(real)
     weights = (torch.randn(2, 2, 8, dtype=torch.complex64) * 0.5).to(dtype)
 
-    def layer(x, w):
-        spectrum = torch.fft.rfft(x)
-        mixed = torch.einsum("bim,iom->bom", spectrum[..., :8], w)
-        out_spectrum = torch.zeros(x.shape[0], w.shape[1], x.shape[-1] // 2 + 1, dtype=mixed.dtype)
-        out_spectrum[..., :8] = mixed
-        return torch.fft.irfft(out_spectrum, n=x.shape[-1])
-
     x_low, w_low = x.clone().requires_grad_(), weights.clone().requires_grad_()
-    out = layer(x_low, w_low)
+    out = spectral_conv_1d(x_low, w_low)
     assert out.dtype == real
     out.pow(2).sum().backward()
     x_ref, w_ref = x.float().requires_grad_(), weights.to(torch.complex64).requires_grad_()
-    layer(x_ref, w_ref).pow(2).sum().backward()
+    spectral_conv_1d(x_ref, w_ref).pow(2).sum().backward()
     assert x_low.grad.dtype == real and w_low.grad.dtype == dtype
     assert _relative_error(x_low.grad, x_ref.grad) <= TOLERANCE[dtype]
     assert _relative_error(w_low.grad, w_ref.grad) <= TOLERANCE[dtype]

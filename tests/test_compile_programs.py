@@ -9,6 +9,7 @@ from torch._inductor.utils import run_and_get_code
 
 from jitdtypes import dtypes
 from tests.conftest import IDS, TARGETS, TOLERANCE
+from tests.programs import spectral_conv_1d
 from tests.test_compile_parts import compile_path_installed  # noqa: F401 - the module fixture
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
@@ -21,15 +22,6 @@ def elementwise_chain(a, b):
 def reduction_chain(a, b):
     z = elementwise_chain(a, b)
     return z.sum(-1).mean(), z.abs().var(), torch.linalg.vector_norm(z, dim=0), z.cumsum(1)
-
-
-def spectral_conv_1d(x, weights):
-    """A Fourier-neural-operator layer: rfft, mix the low modes, write them into a zero spectrum, irfft."""
-    spectrum = torch.fft.rfft(x)
-    mixed = torch.einsum("bim,iom->bom", spectrum[..., :8], weights)
-    out = torch.zeros(x.shape[0], weights.shape[1], x.shape[-1] // 2 + 1, dtype=mixed.dtype)
-    out[..., :8] = mixed
-    return torch.fft.irfft(out, n=x.shape[-1])
 
 
 def spectral_conv_2d(x, weights):

@@ -54,15 +54,15 @@ def outcome(call):
         return None, (type(exc), str(exc))
 
 
-def both_paths(call):
-    """The outcome with the Python path, and with the C++ upcast after a first call (which the router takes
-    for each new registration and dtype), and the number of calls upcast in C++ meanwhile."""
+def both_paths(call, observe=outcome):
+    """What `observe(call)` sees with the Python path, and with the C++ upcast after a first call (which the
+    router takes for each new registration and dtype), and the number of calls upcast in C++ meanwhile."""
     native_guard.set_cpp_upcast(False)
-    python = outcome(call)
+    python = observe(call)
     native_guard.set_cpp_upcast(True)
-    outcome(call)
+    observe(call)
     before = cpp_calls()
-    compiled = outcome(call)
+    compiled = observe(call)
     return python, compiled, cpp_calls() - before
 
 
@@ -210,13 +210,8 @@ def test_written_tensor_is_the_callers(target, variant):
         result = dst.exp_() if variant == "in place" else torch.exp(z, out=dst)
         return result is dst, dst._version - version, bits(view), bits(result)
 
-    native_guard.set_cpp_upcast(False)
-    python = run()
-    native_guard.set_cpp_upcast(True)
-    run()
-    before = cpp_calls()
-    compiled = run()
-    assert cpp_calls() == before + 1
+    python, compiled, upcast_calls = both_paths(run, observe=lambda run: run())
+    assert upcast_calls == 1
     assert compiled == python
     assert compiled[:2] == (True, 1)
 
@@ -231,13 +226,8 @@ def test_out_resize_warns_as_on_the_python_path(target):
             result = torch.exp(z, out=torch.empty(3, dtype=target))
         return bits(result), sorted({(w.category, str(w.message)) for w in caught})
 
-    native_guard.set_cpp_upcast(False)
-    python = run()
-    native_guard.set_cpp_upcast(True)
-    run()
-    before = cpp_calls()
-    compiled = run()
-    assert cpp_calls() == before + 1
+    python, compiled, upcast_calls = both_paths(run, observe=lambda run: run())
+    assert upcast_calls == 1
     assert compiled == python
     assert "was resized" in python[1][0][1]
 
