@@ -31,6 +31,8 @@ import torch
 import triton
 import triton.language as tl
 
+from jitdtypes.kernels_templates.launcher import launcher
+
 MUTATES = ("out",)
 CONJ_A = $conj_a
 CONJ_B = $conj_b
@@ -280,7 +282,7 @@ def real_blocks(right, left_conj, right_conj):
     batch = 1 if right.stride(0) == 0 else batch
     blocks = torch.empty((batch, 2 * k, 2 * n), dtype=right.dtype, device=right.device)
     grid = (batch * triton.cdiv(k, EXPAND_BLOCK_K), triton.cdiv(n, EXPAND_BLOCK_N))
-    torch.library.wrap_triton(expand_kernel)[grid](
+    launcher(expand_kernel)[grid](
         right, blocks, k, n, right.stride(0), right.stride(1), right.stride(2), blocks.stride(0),
         LEFT_SIGN=-1 if left_conj else 1, RIGHT_SIGN=-1 if right_conj else 1, N_UNIT=n == 1 or right.stride(2) == 2,
         BLOCK_K=EXPAND_BLOCK_K, BLOCK_N=EXPAND_BLOCK_N,
@@ -321,20 +323,20 @@ def launch(a, b, out, c, alpha, beta):
     k_per_split = choose_k_split(programs, k, config["BLOCK_K"], out.device)
     if tuned is not None and k_per_split >= k:
         grid = lambda meta: (batch * triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]), 1)  # noqa: E731
-        torch.library.wrap_triton(tuned)[grid](
+        launcher(tuned)[grid](
             a, b, c, out, out, m, n, k, k, shape_class, *strides, 0, 0, 0, *scalars, SPLIT_K=False, **flags)
         return
     splits = triton.cdiv(k, k_per_split) if k_per_split < k else 1
     partials = out
     if splits > 1:
         partials = torch.empty((splits, batch, m, 2 * n), dtype=torch.float32, device=out.device)
-    torch.library.wrap_triton(complex_matmul_kernel)[(programs, splits)](
+    launcher(complex_matmul_kernel)[(programs, splits)](
         a, b, c, out, partials, m, n, k, k_per_split, shape_class, *strides, *partials.stride()[:3], *scalars,
         SPLIT_K=splits > 1, **flags, **config,
     )
     if splits > 1:
         epilogue = {name: flags[name] for name in ("REAL_SCALARS", "HAS_C", "C_UNIT", "OUT_UNIT")}
-        torch.library.wrap_triton(finish_split_kernel)[(programs,)](
+        launcher(finish_split_kernel)[(programs,)](
             partials, c, out, m, n, splits, *partials.stride()[:3], *c.stride()[:3], *out.stride()[:3], *scalars,
             **epilogue, BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], GROUP_M=config["GROUP_M"],
         )

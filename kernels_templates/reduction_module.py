@@ -8,7 +8,7 @@ import math
 import torch
 import triton
 import triton.language as tl
-from torch.library import wrap_triton
+from jitdtypes.kernels_templates.launcher import launcher
 
 MUTATES = $mutates
 
@@ -157,16 +157,16 @@ def _launch(x, dims, outputs, scalars):
                 *kept_strides, *reduced_sizes[1:], *reduced_strides)
     blocks = dict(KEPT_BLOCK=kept_block, REDUCED_BLOCK=reduced_block, ORDER=order, num_warps=NUM_WARPS)
     if splits == 1:
-        wrap_triton(_reduce_kernel)[(kept_programs, 1)](
+        launcher(_reduce_kernel)[(kept_programs, 1)](
             parts, *pointers, *scalars, parts, *geometry, SPLIT_CHUNK=1, PHASE=0, **blocks)
         return
     partials = torch.empty((PARTIAL_VALUES, kept_programs, splits, kept_block), dtype=torch.float32,
                            device=x.device)
     split_chunk = min(triton.next_power_of_2(splits), max(1, TILE // kept_block))
     for phase in range(1, PHASES + 1):
-        wrap_triton(_reduce_kernel)[(kept_programs, splits)](
+        launcher(_reduce_kernel)[(kept_programs, splits)](
             parts, *pointers, *scalars, partials, *geometry, SPLIT_CHUNK=split_chunk, PHASE=phase, **blocks)
-    wrap_triton(_finish_kernel)[(kept_programs,)](
+    launcher(_finish_kernel)[(kept_programs,)](
         partials, *pointers, *scalars, n_kept, n_reduced, splits, KEPT_BLOCK=kept_block, SPLIT_CHUNK=split_chunk,
         num_warps=FINISH_WARPS)
 

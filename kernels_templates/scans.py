@@ -52,7 +52,7 @@ import math
 import torch
 import triton
 import triton.language as tl
-from torch.library import wrap_triton
+from jitdtypes.kernels_templates.launcher import launcher
 
 MUTATES = ("out",)
 
@@ -262,9 +262,9 @@ def _launch(x, dim, out):
     totals = parts
     if splits > 1:
         totals = torch.empty((kept_programs, splits, kept_block, 2), dtype=torch.float32, device=x.device)
-        wrap_triton(_range_totals_kernel)[(kept_programs, splits)](
+        launcher(_range_totals_kernel)[(kept_programs, splits)](
             parts, totals, n_kept, n_scanned, per_split, *kept_sizes[1:], *x_kept, x_strides[dim], **blocks)
-    wrap_triton(_scan_kernel)[(kept_programs, splits)](
+    launcher(_scan_kernel)[(kept_programs, splits)](
         parts, out_parts, totals, n_kept, n_scanned, splits, per_split, *kept_sizes[1:], *x_kept, *out_kept,
         x_strides[dim], out_strides[dim], SPLIT=splits > 1,
         SPLIT_CHUNK=min(triton.next_power_of_2(splits), max(1, TILE // kept_block)), **blocks)

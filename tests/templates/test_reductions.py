@@ -220,8 +220,8 @@ def test_split_reductions(reductions_loader, dtype, shape, dims):
         params = {**params, "dtype": dtype}
         launched = []
         run = reductions_loader(params)
-        launch = run.__globals__["wrap_triton"]
-        run.__globals__["wrap_triton"] = lambda kernel: launched.append(kernel.__name__) or launch(kernel)
+        launch = run.__globals__["launcher"]
+        run.__globals__["launcher"] = lambda kernel: launched.append(kernel.__name__) or launch(kernel)
         results = [reduce(lambda _: run, params, x, dims, scalars=scalars) for _ in range(2)]
         assert "_finish_kernel" in launched, params
         first, again = ([r] if isinstance(r, torch.Tensor) else r for r in results)
@@ -399,4 +399,4 @@ def test_variants_render_every_op():
         for p in params:
             source = reductions.render(p)
             compile(source, p["op"], "exec")
-            assert "def run(" in source and "MUTATES" in source and "wrap_triton(" in source
+            assert "def run(" in source and "MUTATES" in source and "launcher(" in source

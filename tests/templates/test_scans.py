@@ -96,8 +96,8 @@ def test_split_scans(scans_loader, dtype, shape, dim):
         z = wide(x)
         launched = []
         run = scans_loader({"op": op, "dtype": dtype})
-        launch = run.__globals__["wrap_triton"]
-        run.__globals__["wrap_triton"] = lambda kernel: launched.append(kernel.__name__) or launch(kernel)
+        launch = run.__globals__["launcher"]
+        run.__globals__["launcher"] = lambda kernel: launched.append(kernel.__name__) or launch(kernel)
         first, again = (scan(lambda _: run, op, dtype, x, dim) for _ in range(2))
         assert "_range_totals_kernel" in launched
         assert torch.equal(first, again)
@@ -211,4 +211,4 @@ def test_variants_render_every_op():
         for p in params:
             source = scans.render(p)
             compile(source, p["op"], "exec")
-            assert "def run(" in source and "MUTATES" in source and "wrap_triton(" in source
+            assert "def run(" in source and "MUTATES" in source and "launcher(" in source

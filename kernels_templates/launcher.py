@@ -1,0 +1,151 @@
+"""The cheapest way Triton offers to launch a kernel whose specialization is already compiled.
+
+Rendered modules launch through `launcher(kernel)[grid](*args, **constexprs)` where they would write
+`wrap_triton(kernel)[grid](...)`. Three cases:
+
+- Traced (torch.compile or torch.export through the module's custom op, or any caller that has not opted out):
+  wrap_triton's higher-order op, which tracing needs. In eager mode that op costs about 120 us per launch, so
+  eager callers opt out the way torch.library.triton_op's own eager kernel does (`eager_calls`).
+- Eager, first launch of a specialization: Triton's own `JITFunction.run` (bind, specialize, compile or load,
+  launch), which returns the compiled kernel; it is kept under a key computed from the arguments.
+- Eager, a specialization seen before: the compiled kernel's launcher is called with exactly the arguments
+  `JITFunction.run` passes it (grid, stream, function, metadata, hooks, every bound argument in signature
+  order), skipping the binder, the cache key's string building and the global-value checks (about 5 of its
+  7 us per launch on the host).
+
+The key is coarser than nothing and finer than Triton's specialization: per tensor its dtype and whether its
+data pointer is 16-byte aligned (all Triton specializes a pointer on), per int and bool its value (Triton
+specializes ints on 1, on divisibility by 16 and on their width), per float only its type (Triton never
+specializes a float argument; tests/test_launcher.py checks that on the installed Triton), the keyword
+arguments by value, and the device. Equal keys therefore mean the same compiled kernel. Anything else
+(autotuned kernels, the interpreter, pre-run hooks, stage-inspection hooks, a Triton older than 3.4, argument
+types outside these) takes Triton's own path every time.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+
+import torch
+
+try:
+    from triton import knobs
+    from triton.runtime import driver
+    from triton.runtime.jit import JITFunction
+except ImportError:  # Triton before 3.4 has no knobs and passes other launcher arguments: no direct launches
+    knobs = driver = JITFunction = None
+
+try:
+    from torch._library.triton import wrap_triton_enabled as _wrap_state
+except ImportError:  # an older torch always traces through the higher-order op
+    _wrap_state = None
+
+# JITDTYPES_DIRECT_LAUNCH=0: every eager launch through Triton's JITFunction.run (comparisons, debugging)
+direct_launches_enabled = os.environ.get("JITDTYPES_DIRECT_LAUNCH", "1") != "0"
+# a kernel seeing this many specializations starts over: keys include int values (sizes, strides), so a
+# program that keeps changing shapes would otherwise grow the table without bound
+LIMIT = 512
+_Tensor = torch.Tensor
+_launchers_lock = threading.Lock()
+
+
+def launcher(kernel) -> "Launcher":
+    """The launcher of a @triton.jit (or autotuned, or interpreted) kernel; one per kernel object, kept on it
+    (it lives and dies with its module)."""
+    found = getattr(kernel, "jitdtypes_launcher", None)
+    if found is None:
+        with _launchers_lock:
+            found = getattr(kernel, "jitdtypes_launcher", None)
+            if found is None:
+                found = kernel.jitdtypes_launcher = Launcher(kernel)
+    return found
+
+
+def eager_calls(run):
+    """`run` (a rendered module's torch-facing function) for callers passing real tensors: its launches skip
+    wrap_triton's higher-order op, as torch.library.triton_op's eager kernel does."""
+    if _wrap_state is None:
+        return run
+
+    @functools.wraps(run)  # its signature too: callers read the module's arguments from it
+    def run_eagerly(*args, **kwargs):
+        previous = getattr(_wrap_state, "value", True)
+        _wrap_state.value = False
+        try:
+            return run(*args, **kwargs)
+        finally:
+            _wrap_state.value = previous
+
+    return run_eagerly
+
+
+def traced() -> bool:
+    """Whether launches now go through wrap_triton's higher-order op (anything but an eager caller's call)."""
+    return _wrap_state is None or getattr(_wrap_state, "value", True)
+
+
+class Launcher:
+    def __init__(self, kernel) -> None:
+        self.kernel = kernel
+        self.direct = JITFunction is not None and isinstance(kernel, JITFunction)
+        self.compiled: dict[tuple, tuple] = {}  # key -> (compiled kernel, names of keyword arguments bound)
+        self.direct_launches = 0
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.launch(grid, args, kwargs)
+
+    def launch(self, grid, args: tuple, kwargs: dict):
+        if _wrap_state is None or getattr(_wrap_state, "value", True):
+            return torch.library.wrap_triton(self.kernel)[grid](*args, **kwargs)
+        if not (self.direct and direct_launches_enabled and self.compiled) or grid.__class__ is not tuple:
+            return self._through_triton(grid, args, kwargs)
+        device = driver.active.get_current_device()
+        found = self.compiled.get(self._key(device, args, kwargs))
+        if found is None or self.kernel.pre_run_hooks or knobs.runtime.add_stages_inspection_hook is not None:
+            return self._through_triton(grid, args, kwargs)
+        compiled, keywords = found
+        stream = driver.active.get_current_stream(device)
+        bound = (*args, *(kwargs[name] for name in keywords))
+        metadata = compiled.launch_metadata(grid, stream, *bound)
+        self.direct_launches += 1
+        compiled.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1, stream,
+                     compiled.function, compiled.packed_metadata, metadata, knobs.runtime.launch_enter_hook,
+                     knobs.runtime.launch_exit_hook, *bound)
+        return compiled
+
+    @staticmethod
+    def _key(device, args: tuple, kwargs: dict):
+        """None for an argument type outside the key's rules (module docstring)."""
+        parts = [device, knobs.runtime.debug, knobs.compilation.instrumentation_mode]
+        for value in args:
+            kind = value.__class__
+            if kind is _Tensor:
+                parts.append((value.dtype, not value.data_ptr() & 15))
+            elif kind is int:
+                parts.append(value)
+            elif kind is float:
+                parts.append(kind)  # never equal to an int
+            elif kind is bool:
+                parts.append((kind, value))  # True == 1, but Triton gives bools their own type
+            else:
+                return None
+        parts.extend(kwargs.items())
+        return tuple(parts)
+
+    def _through_triton(self, grid, args: tuple, kwargs: dict):
+        compiled = self.kernel[grid](*args, **kwargs)
+        if not (self.direct and direct_launches_enabled) or grid.__class__ is not tuple:
+            return compiled
+        if compiled is None or not hasattr(compiled, "packed_metadata") or self.kernel.pre_run_hooks:
+            return compiled  # recorded rather than run (jitdtypes.aot), or not a launch this class can repeat
+        keywords = tuple(self.kernel.arg_names[len(args):])
+        if set(keywords) - kwargs.keys():
+            return compiled  # a default filled in by Triton's binder: keep its path
+        key = self._key(driver.active.get_current_device(), args, kwargs)
+        if key is not None:
+            if len(self.compiled) >= LIMIT:
+                self.compiled.clear()
+            self.compiled[key] = compiled, keywords
+        return compiled
