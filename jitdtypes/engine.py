@@ -27,7 +27,7 @@ import torch
 
 from jitdtypes.cache_tools import layers, triton_artifacts
 from jitdtypes.cache_tools.store import CorruptEntry, Entry, InsecureEntry, KernelStore
-from jitdtypes.kernels_templates import common
+from jitdtypes.kernels_templates import common, launcher
 
 from . import __version__
 
@@ -119,8 +119,15 @@ def _freeze(value):
     return value
 
 
-def load_kernel(family: str, device_type: str, params: dict):
-    """The custom op for (family, params) on device_type: from this process, the disk cache, or rendered."""
+def load_kernel(family: str, device_type: str, params: dict, key: tuple | None = None):
+    """The custom op for (family, params) on device_type: from this process, the disk cache, or rendered.
+
+    key: a hashable stand-in for params that the caller guarantees names the same params every time (an
+    adapter's own summary of them); it spares the canonical form of params on every call."""
+    shortcut = (family, device_type, "key", key) if key is not None else None
+    kernel = _loaded.get(shortcut) if shortcut is not None else None
+    if kernel is not None:
+        return kernel
     params = {**params, "interpret": device_type == "cpu"}
     frozen = (family, device_type, _freeze(params))
     kernel = _loaded.get(frozen)
@@ -129,6 +136,8 @@ def load_kernel(family: str, device_type: str, params: dict):
             kernel = _loaded.get(frozen)
             if kernel is None:
                 kernel = _loaded[frozen] = _build(family, device_type, params)
+    if shortcut is not None:
+        _loaded[shortcut] = kernel
     return kernel
 
 
@@ -262,9 +271,11 @@ def _build(family: str, device_type: str, params: dict):
     counters["loaded"] += 1
     # The custom op makes the kernel visible to torch.compile / torch.export for direct use
     # (torch.ops.jitdtypes.<name>). Calls routed here from an ATen override are already below the
-    # dispatcher's tracing layers, so they launch `run` directly and skip the custom op's dispatch cost.
+    # dispatcher's tracing layers and hold real tensors: they call `run` directly, skipping the custom op's
+    # dispatch, and launch without wrap_triton's higher-order op (launcher.eager_calls).
     torch.library.triton_op(f"jitdtypes::{name}", module.run, mutates_args=module.MUTATES)
-    return _one_at_a_time(module.run) if device_type == "cpu" else module.run
+    run = launcher.eager_calls(module.run)
+    return _one_at_a_time(run) if device_type == "cpu" else run
 
 
 _interpreter_lock = threading.Lock()

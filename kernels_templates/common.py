@@ -21,6 +21,8 @@ An adapter maps one ATen overload call to a kernel:
     def adapter(load, args: tuple, kwargs: dict, device_type: str):
         ... return NotImplemented  # this call's arguments are not covered: the upcast path takes it
         run = load(params_dict)    # the engine renders/caches/loads and returns the callable custom op
+        run = load(params_dict, key)  # the same, where `key` (hashable) always stands for these params:
+                                      # found again without building the params' canonical form
         return run(...)
 
 Adapters receive the arguments exactly as the dispatcher passes them to a Python kernel (trailing

@@ -26,13 +26,12 @@ permuted case is the worse trade.
 from __future__ import annotations
 
 import contextlib
-import math
 import re
 from typing import NamedTuple
 
 import torch
 
-from . import common
+from . import common, launcher
 
 MAX_RANK = 4
 # 1024 elements per program over 4 warps: 8 per thread, i.e. two 128-bit accesses per interleaved operand, and
@@ -227,12 +226,12 @@ def _run_source(op, slots, planar, result, writes_out, input_sets, output_sets, 
         like = next(_offset_sets(name, kind, planar)[0] for name, kind in slots if kind == COMPLEX)
         complex_result = result != REAL and not planar
         dtype = f"{like}.dtype" if complex_result else "PART_DTYPE"
-        lines.append(f"shape = torch.broadcast_shapes({inputs})")
+        lines.append(f"shape = elementwise.output_shape({inputs})")
         lines += [f"{s} = torch.empty(shape, dtype={dtype}, device={like}.device)" for s in output_sets]
         returns = "torch.Tensor" if len(output_sets) == 1 else "tuple[torch.Tensor, torch.Tensor]"
     lines += [
         "elementwise.launch(",
-        f"    wrap_triton({op}_kernel), BLOCK, PART_DTYPE,",
+        f"    launcher({op}_kernel), BLOCK, PART_DTYPE,",
         f"    {_tuple(input_sets)}, {_tuple(output_sets)}, {_tuple(scalar_args)},",
         ")",
     ]
@@ -267,7 +266,7 @@ _MODULE = '''"""{doc}"""
 import torch
 import triton
 import triton.language as tl
-from torch.library import wrap_triton
+from jitdtypes.kernels_templates.launcher import launcher
 
 from jitdtypes.kernels_templates import elementwise
 
@@ -310,26 +309,70 @@ def launch(kernel, block: int, part_dtype: torch.dtype, inputs, outputs, scalars
 
     Complex tensors are read through view_as_real, nothing is copied. The kernel takes, per tensor, its pointer
     and MAX_RANK strides, then the scalars, then numel and the inner sizes."""
-    shape = tuple(outputs[0].shape)
-    operands = []
-    for t in (*inputs, *outputs):
-        strides = broadcast_strides(t.shape, t.stride(), shape)
-        operands.append(_Operand(torch.view_as_real(t), strides, 2) if t.is_complex() else _Operand(t, strides, 1))
-    if any(tuple(t.shape) != shape for t in outputs):
-        raise ValueError(f"outputs must all have shape {shape}")
-    devices = {op.pointer.device for op in operands}
-    if len(devices) != 1:
-        raise ValueError(f"all tensors must be on one device, got {sorted(map(str, devices))}")
-    for op in operands:
-        if op.pointer.dtype not in (part_dtype, torch.bool):
-            raise TypeError(f"this kernel reads {part_dtype} parts, got a tensor of {op.pointer.dtype}")
-    numel = math.prod(shape)
+    tensors = (*inputs, *outputs)
+    shape, device = outputs[0].shape, outputs[0].device
+    allowed = (COMPLEX_OF_PART[part_dtype], part_dtype, torch.bool)
+    contiguous = True
+    for t in tensors:
+        if t.device != device:
+            raise ValueError(f"all tensors must be on one device, got {sorted({str(t.device) for t in tensors})}")
+        if t.dtype not in allowed:
+            parts = torch.view_as_real(t).dtype if t.is_complex() else t.dtype
+            raise TypeError(f"this kernel reads {part_dtype} parts, got a tensor of {parts}")
+        contiguous = contiguous and t.shape == shape and t.is_contiguous()
+    if any(t.shape != shape for t in outputs):
+        raise ValueError(f"outputs must all have shape {tuple(shape)}")
+    numel = outputs[0].numel()
     if numel == 0:
         return
-    device = devices.pop()
     # Triton launches on the current CUDA device, which need not be the tensors' one.
-    with torch.cuda.device(device) if device.type == "cuda" else contextlib.nullcontext():
-        _launch(kernel, block, shape, numel, operands[: len(inputs)], operands[len(inputs):], scalars)
+    switch = device.type == "cuda" and device.index != torch.cuda.current_device()
+    with torch.cuda.device(device) if switch else contextlib.nullcontext():
+        if contiguous:
+            _launch_contiguous(kernel, block, numel, tensors, scalars)
+            return
+        operands = []
+        for t in tensors:
+            strides = broadcast_strides(t.shape, t.stride(), shape)
+            operands.append(_Operand(torch.view_as_real(t), strides, 2) if t.is_complex() else _Operand(t, strides, 1))
+        _launch(kernel, block, tuple(shape), numel, operands[: len(inputs)], operands[len(inputs):], scalars)
+
+
+def _launch_contiguous(kernel, block, numel, tensors, scalars) -> None:
+    """Every operand contiguous in the output's shape (the common call): the launch _launch makes for it,
+    argument for argument, without collapsing dims. Equal arguments keep Triton's specialization, so kernels
+    compiled ahead of time (jitdtypes warm --arch) still match."""
+    stride = 1 if numel > 1 else 0  # collapse_dims leaves [numel] with stride 1, or [1] with stride 0
+    args, wide = [], numel >= INT32_LIMIT
+    for t in tensors:
+        if t.is_complex():
+            args += (torch.view_as_real(t), stride, 0, 0, 0)
+            wide = wide or 2 * numel >= INT32_LIMIT
+        else:
+            args += (t, stride, 0, 0, 0)
+    args += (*scalars, numel, 1, 1, 1)
+    kernel[((numel + block - 1) // block,)](*args, BLOCK=block, WIDE=wide, num_warps=NUM_WARPS,
+                                            **_ALL_DENSE[len(tensors)])
+
+
+_ALL_DENSE = [{f"DENSE{i}": True for i in range(count)} for count in range(8)]
+COMPLEX_OF_PART = {part: common.DTYPES[name] for name, part in PART_DTYPE.items() if name in common.DTYPES}
+
+
+def broadcast_shape(*shapes):
+    """torch.broadcast_shapes without its cost (about 7 us, in torch._refs) when the shapes are equal, as in
+    most calls."""
+    first = shapes[0]
+    for other in shapes[1:]:
+        if other != first:
+            return torch.broadcast_shapes(*shapes)
+    return first
+
+
+def output_shape(*shapes):
+    """The shape a module's `run` allocates: traced calls (symbolic sizes) take torch.broadcast_shapes, which
+    adds no guards on sizes being equal."""
+    return torch.broadcast_shapes(*shapes) if launcher.traced() else broadcast_shape(*shapes)
 
 
 def _launch(kernel, block, shape, numel, inputs, outputs, scalars) -> None:
@@ -424,11 +467,13 @@ def call(load, op: str, operands, device_type: str, *, result: str = COMPLEX, ou
             return NotImplemented
     if dtype is None:
         return NotImplemented
-    devices = {t.device for t in tensors} | ({out.device} if isinstance(out, torch.Tensor) else set())
-    if len(devices) != 1 or next(iter(devices)).type != device_type:
+    device = tensors[0].device
+    if device.type != device_type or any(t.device != device for t in tensors[1:]):
+        return NotImplemented
+    if isinstance(out, torch.Tensor) and out.device != device:
         return NotImplemented
     try:
-        shape = torch.broadcast_shapes(*(t.shape for t in tensors))
+        shape = broadcast_shape(*(t.shape for t in tensors))
     except RuntimeError:
         return NotImplemented  # the fallback path raises ATen's own message
     if out is not None:
@@ -440,11 +485,9 @@ def call(load, op: str, operands, device_type: str, *, result: str = COMPLEX, ou
         common.resize_output(out, shape)
         if not writable(out, tensors):
             return NotImplemented
-    params = {
-        "op": op, "dtype": dtype, "layout": INTERLEAVED, "out": out is not None, "scalars": numbers,
-        "interpret": device_type == "cpu",
-    }
-    run = load(params)
+    params = {"op": op, "dtype": dtype, "layout": INTERLEAVED, "out": out is not None, "scalars": numbers,
+              "interpret": device_type == "cpu"}
+    run = load(params, (op, dtype, out is not None, *numbers))
     if out is None:
         return run(*args)
     run(*args, out)

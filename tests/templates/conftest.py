@@ -21,7 +21,7 @@ def load():
     def for_family(family_name):
         family = importlib.import_module(f"jitdtypes.kernels_templates.{family_name}")
 
-        def loader(params):
+        def loader(params, key=None):  # key: the engine's shortcut (kernels_templates/common.py); renders anyway
             params = {"interpret": True, **params}
             source = family.render(params)
             return common.exec_source(source, f"jd_test_{family_name}_{params['op']}").run
