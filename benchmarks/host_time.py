@@ -35,14 +35,12 @@ TARGET_US = 10.0
 
 
 @contextlib.contextmanager
-def simulated_gpu(arch_name: str):
-    """Triton believes a GPU of `arch_name` is active; compiled kernels load nothing and launch nothing."""
-    from triton.compiler.compiler import CompiledKernel
+def simulated_gpu(arch, patches=()):
+    """Triton's driver and torch.cuda's device queries answer as a GPU of `arch` (an aot.Arch) would, with
+    `patches` [(owner, attribute, value)] applied as well."""
     from triton.runtime import driver
 
     from jitdtypes import aot
-
-    arch = aot.ARCHES[arch_name]
 
     class Driver:
         def get_current_device(self):
@@ -54,14 +52,9 @@ def simulated_gpu(arch_name: str):
         def get_current_target(self):
             return aot.gpu_target(arch)
 
-    def load_nothing(kernel):
-        if kernel.module is None:
-            kernel.module, kernel.function, kernel._run = "simulated", 0, lambda *args: None
-
     properties = types.SimpleNamespace(multi_processor_count=arch.sm_count, name=arch.name,
                                        major=arch.capability // 10, minor=arch.capability % 10)
-    patches = [(CompiledKernel, "_init_handles", load_nothing),
-               (torch.cuda, "get_device_properties", lambda device=None: properties),
+    patches = [*patches, (torch.cuda, "get_device_properties", lambda device=None: properties),
                (torch.cuda, "get_device_capability", lambda device=None: (properties.major, properties.minor))]
     saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
     for owner, name, value in patches:
@@ -74,6 +67,19 @@ def simulated_gpu(arch_name: str):
         driver._active = active
         for owner, name, value in saved:
             setattr(owner, name, value)
+
+
+def launching_nothing(arch_name: str):
+    """simulated_gpu, where compiled kernels load nothing and their C launcher does nothing."""
+    from triton.compiler.compiler import CompiledKernel
+
+    from jitdtypes import aot
+
+    def load_nothing(kernel):
+        if kernel.module is None:
+            kernel.module, kernel.function, kernel._run = "simulated", 0, lambda *args: None
+
+    return simulated_gpu(aot.ARCHES[arch_name], [(CompiledKernel, "_init_handles", load_nothing)])
 
 
 @contextlib.contextmanager
@@ -182,7 +188,7 @@ def main() -> None:
     from jitdtypes import dtypes as known
 
     wanted = [known.BY_NAME[name] for name in options.dtypes.split(",") if name in known.BY_NAME]
-    with simulated_gpu(options.arch), cpu_calls_through_templates():
+    with launching_nothing(options.arch), cpu_calls_through_templates():
         rows = measure(wanted, options.rounds, options.calls)
     print(f"host time per call up to the kernel launcher, simulated {options.arch}, triton {triton.__version__}, "
           f"torch {torch.__version__}, jitdtypes {jitdtypes.__version__} (median us; target {TARGET_US:g} us)")

@@ -1,6 +1,6 @@
 """The direct launcher (kernels_templates/launcher.py) hands a compiled kernel's launcher exactly what Triton's
 own JITFunction.run hands it, for the representative launches of every template family, compiled for sm_90 on
-a simulated GPU (benchmarks/host_time.simulated_gpu: no GPU needed, the C launcher is a recorder). Run in a child
+a simulated GPU (benchmarks/host_time.launching_nothing: no GPU needed, the C launcher is a recorder). Run in a child
 process: the template tests' process runs Triton's interpreter, which has no compiled kernels."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def compare() -> dict:
     import torch
     from triton.compiler.compiler import CompiledKernel
 
-    from benchmarks.host_time import simulated_gpu
+    from benchmarks.host_time import launching_nothing
     from jitdtypes import aot, warm
     from jitdtypes.kernels_templates import common, launcher
 
@@ -43,7 +43,7 @@ def compare() -> dict:
     families = aot.families()
     result = {"cases": 0, "equal": 0, "direct_launches": 0, "families": [], "unequal": []}
     workspace = Path(tempfile.mkdtemp(prefix="jitdtypes-launcher-test-"))
-    with simulated_gpu("sm_90"):
+    with launching_nothing("sm_90"):
         handles = CompiledKernel._init_handles
 
         def recording_handles(kernel):

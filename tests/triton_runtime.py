@@ -16,10 +16,9 @@ import contextlib
 import json
 import os
 import sys
-import types
 
-import torch
 
+from benchmarks.host_time import simulated_gpu
 from jitdtypes import aot
 from jitdtypes.kernels_templates import launcher
 
@@ -29,19 +28,8 @@ OPS = ("exp",)
 
 @contextlib.contextmanager
 def runtime_path(arch: aot.Arch):
-    from triton.runtime import driver
     from triton.runtime.autotuner import Autotuner
     from triton.runtime.jit import JITFunction
-
-    class Driver:
-        def get_current_device(self):
-            return 0
-
-        def get_current_stream(self, device):
-            return 0
-
-        def get_current_target(self):
-            return aot.gpu_target(arch)
 
     run = JITFunction.run
 
@@ -52,25 +40,13 @@ def runtime_path(arch: aot.Arch):
         for config in tuner.configs:
             tuner.fn.run(*args, **kwargs, **config.all_kwargs())
 
-    properties = types.SimpleNamespace(multi_processor_count=arch.sm_count, name=arch.name,
-                                       major=arch.capability // 10, minor=arch.capability % 10)
-    patches = [(JITFunction, "run", warmup_only), (Autotuner, "run", every_config),
-               (torch.cuda, "get_device_properties", lambda device=None: properties),
-               (torch.cuda, "get_device_capability", lambda device=None: (properties.major, properties.minor))]
-    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patches]
-    for owner, name, value in patches:
-        setattr(owner, name, value)
-    active = driver._active  # resetting would look for a real GPU driver
-    driver.set_active(Driver())
     direct = launcher.direct_launches_enabled
     launcher.direct_launches_enabled = False  # a warmup returns a kernel that was never loaded: not launchable
     try:
-        yield
+        with simulated_gpu(arch, [(JITFunction, "run", warmup_only), (Autotuner, "run", every_config)]):
+            yield
     finally:
         launcher.direct_launches_enabled = direct
-        driver._active = active
-        for owner, name, value in saved:
-            setattr(owner, name, value)
 
 
 @contextlib.contextmanager
