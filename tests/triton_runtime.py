@@ -17,7 +17,6 @@ import json
 import os
 import sys
 
-
 from benchmarks.host_time import simulated_gpu
 from jitdtypes import aot
 from jitdtypes.kernels_templates import launcher
