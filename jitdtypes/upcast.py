@@ -214,14 +214,7 @@ def specialize(info: Overload, original, args: tuple, kwargs: dict, count: list[
                 originals[id(src)] = dst
             if alias_written:
                 return originals.get(id(result), result) if single else tuple(originals.get(id(r), r) for r in result)
-        if single:  # round_back inlined: one Python call less on the common single-result call
-            dtype = result.dtype
-            if dtype is complex64 and to_complex is not None:
-                return to_complex(result)
-            if dtype is float32 and to_real is not None:
-                return to_real(result)
-            return result
-        return tuple(round_back(r) for r in result)
+        return round_back(result) if single else tuple(round_back(r) for r in result)
 
     return upcast_call
 
