@@ -26,6 +26,7 @@ permuted case is the worse trade.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 from typing import NamedTuple
 
@@ -352,10 +353,12 @@ def _launch_contiguous(kernel, block, numel, tensors, scalars) -> None:
             args += (t, stride, 0, 0, 0)
     args += (*scalars, numel, 1, 1, 1)
     kernel[((numel + block - 1) // block,)](*args, BLOCK=block, WIDE=wide, num_warps=NUM_WARPS,
-                                            **_ALL_DENSE[len(tensors)])
+                                            **_all_dense(len(tensors)))
 
 
-_ALL_DENSE = [{f"DENSE{i}": True for i in range(count)} for count in range(8)]
+@functools.lru_cache(maxsize=None)
+def _all_dense(count: int) -> dict:
+    return {f"DENSE{i}": True for i in range(count)}
 COMPLEX_OF_PART = {part: common.DTYPES[name] for name, part in PART_DTYPE.items() if name in common.DTYPES}
 
 

@@ -139,7 +139,7 @@ def test_direct_launches_pass_what_triton_passes():
 
 
 @pytest.mark.parametrize("shape", [(8,), (1,), (3, 5), (1, 1), (2, 1, 7), ()])
-@pytest.mark.parametrize("operands", [1, 2, 3])
+@pytest.mark.parametrize("operands", [1, 2, 3, 9])  # 9: more tensors than any kernel has (planar ternary: 8)
 def test_contiguous_launch_equals_the_general_one(shape, operands):
     """Contiguous operands skip collapsing dims, with the same launch arguments (so the same specialization:
     kernels warmed ahead of time still match)."""
