@@ -45,6 +45,8 @@ _lock = threading.RLock()
 _cpu_backend = UPCAST
 # called after the CPU backend changes (routed calls specialized for the old one forget it)
 backend_listeners: list = []
+# called after loaded kernels are dropped (routed calls specialized on one forget it)
+kernel_listeners: list = []
 
 
 # -- configuration ---------------------------------------------------------------------------------------
@@ -98,6 +100,19 @@ def adapter_for(overload_name: str, device_type: str):
     return _bound_adapter(overload_name, device_type)
 
 
+def planned_adapter(overload_name: str, device_type: str, args: tuple, kwargs: dict):
+    """adapter_for, specialized for calls whose arguments are of the kinds these are (jitdtypes.fast_path's key)
+    when the family's adapter offers a plan (kernels_templates/common.py); None also when the plan declines
+    every such call."""
+    if not uses_templates(device_type) or overload_name not in _adapters():
+        return None
+    family, adapter = _adapters()[overload_name]
+    plan = getattr(adapter, "plan", None)
+    if plan is None:
+        return _bound_adapter(overload_name, device_type)
+    return plan(functools.partial(load_kernel, family, device_type), args, kwargs, device_type)
+
+
 @functools.lru_cache(maxsize=None)
 def _bound_adapter(overload_name: str, device_type: str):
     # built once per (overload, device): routed calls should not pay for closures
@@ -106,6 +121,14 @@ def _bound_adapter(overload_name: str, device_type: str):
     family, adapter = _adapters()[overload_name]
     load = functools.partial(load_kernel, family, device_type)
     return lambda args, kwargs: adapter(load, args, kwargs, device_type)
+
+
+def forget_kernels() -> None:
+    """Drop every kernel loaded in this process: the next call of each loads it again from the cache (tests
+    of the cache stand in for a new process this way)."""
+    _loaded.clear()
+    for listener in kernel_listeners:
+        listener()
 
 
 # -- params -> kernel --------------------------------------------------------------------------------------
@@ -275,7 +298,9 @@ def _build(family: str, device_type: str, params: dict):
     # dispatch, and launch without wrap_triton's higher-order op (launcher.eager_calls).
     torch.library.triton_op(f"jitdtypes::{name}", module.run, mutates_args=module.MUTATES)
     run = launcher.eager_calls(module.run)
-    return _one_at_a_time(run) if device_type == "cpu" else run
+    run = _one_at_a_time(run) if device_type == "cpu" else run
+    run.module = module  # for adapters that launch the module's kernels themselves (kernels_templates/common.py)
+    return run
 
 
 _interpreter_lock = threading.Lock()

@@ -76,7 +76,8 @@ _all: weakref.WeakSet = weakref.WeakSet()
 
 
 def forget_all() -> None:
-    """Drop every specialization: what they decided no longer holds (the CPU backend was switched)."""
+    """Drop every specialization: what they decided no longer holds (the CPU backend was switched, or the
+    kernels they hold were dropped)."""
     for specializations in list(_all):
         specializations.table.clear()
 
@@ -102,7 +103,7 @@ class Specializations:
         native_count = path_record.counter(op, name, device, path_record.NATIVE)
         template_count = path_record.counter(op, name, device, path_record.TEMPLATE)
         upcast_count = path_record.counter(op, name, device, path_record.UPCAST)
-        template = engine.adapter_for(op, device) if router.templates else None
+        template = engine.planned_adapter(op, device, args, kwargs) if router.templates else None
         upcast_call = upcast.specialize(info, router.original, args, kwargs, upcast_count)
 
         if template is None:
@@ -138,3 +139,4 @@ class Specializations:
 
 
 engine.backend_listeners.append(forget_all)
+engine.kernel_listeners.append(forget_all)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import complex_math, elementwise
 from .elementwise import COMPLEX, SCALAR
+from .elementwise_calls import Adapter, written_out, written_self
 
 FAMILY = "binary"
 
@@ -95,25 +96,29 @@ def variants(dtype: str) -> list[dict]:
 FUNCTIONAL, INPLACE, OUT = "functional", "inplace", "out"
 
 
-def _adapter(op: str, mode: str, *, swapped: bool = False):
-    """An adapter for one overload of op. swapped: rsub's operands, which are sub's in reverse order.
+def _adapter(op: str, mode: str, *, swapped: bool = False, rounds: bool = False) -> Adapter:
+    """An adapter for one overload of op. swapped: rsub's operands, which are sub's in reverse order; rounds:
+    the overload takes a rounding mode.
 
-    alpha and rounding_mode are read from args or kwargs alike: they are positional in the Scalar overloads
-    and keyword-only in the Tensor ones."""
+    alpha is read from args or kwargs alike: it is positional in the Scalar overloads and keyword-only in the
+    Tensor ones."""
     slots = _slots(op)
+    if len(slots) == 3:
+        def values(args, kwargs):
+            first, second = (args[1], args[0]) if swapped else (args[0], args[1])
+            return first, second, args[2] if len(args) > 2 else kwargs.get("alpha", 1)
+    elif swapped:
+        def values(args, kwargs):
+            return args[1], args[0]
+    else:
+        def values(args, kwargs):
+            return args[0], args[1]
+    written = {INPLACE: written_self, OUT: written_out}.get(mode)
+    return Adapter(op, slots, values, written=written, inplace=mode == INPLACE, declines=_rounding if rounds else None)
 
-    def adapter(load, args, kwargs, device_type):
-        if kwargs.get("rounding_mode") is not None:
-            return NotImplemented  # floor/trunc division is not defined for complex numbers
-        first, second = (args[1], args[0]) if swapped else (args[0], args[1])
-        operands = [(slots[0][0], COMPLEX, first), (slots[1][0], COMPLEX, second)]
-        if len(slots) == 3:
-            operands.append(("alpha", SCALAR, args[2] if len(args) > 2 else kwargs.get("alpha", 1)))
-        if mode == INPLACE:
-            return elementwise.call(load, op, operands, device_type, out=args[0], inplace=True)
-        return elementwise.call(load, op, operands, device_type, out=kwargs["out"] if mode == OUT else None)
 
-    return adapter
+def _rounding(args, kwargs) -> bool:
+    return kwargs.get("rounding_mode") is not None  # floor/trunc division is not defined for complex numbers
 
 
 def _aten() -> dict:
@@ -128,12 +133,12 @@ def _aten() -> dict:
             f"aten::{op}.Scalar_out": _adapter(op, OUT),
         })
     table.update({
-        "aten::div.Tensor_mode": _adapter("div", FUNCTIONAL),
-        "aten::div.Scalar_mode": _adapter("div", FUNCTIONAL),
-        "aten::div_.Tensor_mode": _adapter("div", INPLACE),
-        "aten::div_.Scalar_mode": _adapter("div", INPLACE),
-        "aten::div.out_mode": _adapter("div", OUT),
-        "aten::div.Scalar_mode_out": _adapter("div", OUT),
+        "aten::div.Tensor_mode": _adapter("div", FUNCTIONAL, rounds=True),
+        "aten::div.Scalar_mode": _adapter("div", FUNCTIONAL, rounds=True),
+        "aten::div_.Tensor_mode": _adapter("div", INPLACE, rounds=True),
+        "aten::div_.Scalar_mode": _adapter("div", INPLACE, rounds=True),
+        "aten::div.out_mode": _adapter("div", OUT, rounds=True),
+        "aten::div.Scalar_mode_out": _adapter("div", OUT, rounds=True),
         "aten::rsub.Tensor": _adapter("sub", FUNCTIONAL, swapped=True),
         "aten::rsub.Scalar": _adapter("sub", FUNCTIONAL, swapped=True),
         "aten::rsub.Tensor_out": _adapter("sub", OUT, swapped=True),

@@ -27,6 +27,16 @@ An adapter maps one ATen overload call to a kernel:
 
 Adapters receive the arguments exactly as the dispatcher passes them to a Python kernel (trailing
 defaults may be missing; Python numbers may stand where the schema says Tensor).
+
+An adapter may also offer a plan, which the engine asks once per kind of call (jitdtypes.fast_path's key: each
+argument's tensor dtype and conj/neg/zero-dim flags, or its Python type, the keywords given, the number of
+positional arguments) and whose result serves every later call of that kind:
+
+    adapter.plan(load, args, kwargs, device_type) -> None  # every call of this kind is declined
+                                                  -> planned(args, kwargs) -> result or NotImplemented
+
+so checks of kinds and the kernel lookup happen once, checks of values (devices, shapes) per call. The callable
+`load` returns carries its rendered module as `.module`, for a plan that launches the module's kernel itself.
 """
 
 from __future__ import annotations
@@ -65,6 +75,17 @@ def exec_source(source: str, module_name: str, *, filename: str | None = None) -
         linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     exec(compile(source, module.__file__, "exec"), module.__dict__)
     return module
+
+
+def cdiv(a: int, b: int) -> int:
+    """triton.cdiv for host code: Triton 3.8 makes it a constexpr function, about 2 us per call outside a kernel."""
+    return -(-a // b)
+
+
+def next_power_of_2(n: int) -> int:
+    """triton.next_power_of_2 for host code (see cdiv), with its results: 0 for n <= 0, else the smallest power
+    of two >= n."""
+    return 1 << (n - 1).bit_length() if n > 0 else 0
 
 
 def dtype_name(t: torch.Tensor) -> str | None:

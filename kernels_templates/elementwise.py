@@ -48,7 +48,6 @@ COMPLEX, SCALAR, BOOL = "complex", "scalar", "bool"
 # Result kinds: complex, or real in the part dtype (abs, angle).
 REAL = "real"
 
-NUMBER_TYPES = (bool, int, float, complex)
 PART_DTYPE = {"complex32": torch.float16, "bcomplex32": torch.bfloat16}
 
 # Interleaved operands that are dense in the iteration order move as one contiguous run of 2 * BLOCK parts, split
@@ -339,21 +338,37 @@ def launch(kernel, block: int, part_dtype: torch.dtype, inputs, outputs, scalars
         _launch(kernel, block, tuple(shape), numel, operands[: len(inputs)], operands[len(inputs):], scalars)
 
 
-def _launch_contiguous(kernel, block, numel, tensors, scalars) -> None:
+def _launch_contiguous(kernel, block, numel, tensors, scalars, eager: bool = False) -> None:
     """Every operand contiguous in the output's shape (the common call): the launch _launch makes for it,
     argument for argument, without collapsing dims. Equal arguments keep Triton's specialization, so kernels
-    compiled ahead of time (jitdtypes warm --arch) still match."""
+    compiled ahead of time (jitdtypes warm --arch) still match.
+
+    The element count, each tensor's dtype and alignment, and the scalars' types determine every argument's
+    specialization here, so a Launcher keeps the launch under them and repeats it with the complex tensors
+    themselves as pointers (launcher.Launcher.launch_known), skipping the views and Triton's own key. eager: the
+    caller holds real tensors outside any tracing (an adapter's plan, not a module's `run`)."""
     stride = 1 if numel > 1 else 0  # collapse_dims leaves [numel] with stride 1, or [1] with stride 0
-    args, wide = [], numel >= INT32_LIMIT
+    args, key = [], [numel]
     for t in tensors:
-        if t.is_complex():
-            args += (torch.view_as_real(t), stride, 0, 0, 0)
-            wide = wide or 2 * numel >= INT32_LIMIT
-        else:
-            args += (t, stride, 0, 0, 0)
+        args += (t, stride, 0, 0, 0)
+        key += (t.dtype, t.data_ptr() & 15)
+    wide = numel >= INT32_LIMIT or (2 * numel >= INT32_LIMIT and any(t.is_complex() for t in tensors))
     args += (*scalars, numel, 1, 1, 1)
-    kernel[((numel + block - 1) // block,)](*args, BLOCK=block, WIDE=wide, num_warps=NUM_WARPS,
-                                            **_all_dense(len(tensors)))
+    key.append(wide)
+    if scalars:
+        key += map(type, scalars)
+    key, grid = tuple(key), ((numel + block - 1) // block,)
+    known = getattr(kernel, "launch_known", None)
+    if known is not None and known(key, grid, args, eager):
+        return
+    for i, t in enumerate(tensors):
+        if t.is_complex():
+            args[5 * i] = torch.view_as_real(t)
+    constexprs = {"BLOCK": block, "WIDE": wide, "num_warps": NUM_WARPS, **_all_dense(len(tensors))}
+    if known is not None:
+        (launcher.eager_calls(kernel.launch) if eager else kernel.launch)(grid, tuple(args), constexprs, keep=key)
+    else:
+        kernel[grid](*args, **constexprs)
 
 
 @functools.lru_cache(maxsize=None)
@@ -428,93 +443,3 @@ def _contiguous_strides(shape) -> list[int]:
         strides.append(running)
         running *= size
     return strides[::-1]
-
-
-# -- from ATen calls to kernels ------------------------------------------------------------------------------
-
-def complex16_name(value) -> str | None:
-    """The dtype name of a tensor a kernel can read as it is: 16-bit complex, no lazy conj/neg flag."""
-    if isinstance(value, torch.Tensor) and not value.is_conj() and not value.is_neg():
-        return common.dtype_name(value)
-    return None
-
-
-def call(load, op: str, operands, device_type: str, *, result: str = COMPLEX, out=None, inplace: bool = False):
-    """Run one ATen call on a rendered interleaved kernel, or return NotImplemented unless the kernel covers it.
-
-    operands: (name, kind, value) in the op's slot order, values as the dispatcher passed them. out: the out=
-    tensor, or self for an in-place overload (inplace=True: the result must have self's shape exactly)."""
-    if device_type not in ("cuda", "cpu"):
-        return NotImplemented
-    dtype, tensors, numbers, args = None, [], [], []
-    for name, kind, value in operands:
-        if isinstance(value, torch.Tensor):
-            if kind == SCALAR or (kind == BOOL and value.dtype != torch.bool):
-                return NotImplemented
-            if kind == COMPLEX:
-                name_of_dtype = complex16_name(value)
-                if name_of_dtype is None or dtype not in (None, name_of_dtype):
-                    return NotImplemented
-                dtype = name_of_dtype
-            tensors.append(value)
-            args.append(value)
-        elif isinstance(value, NUMBER_TYPES) and kind != BOOL:
-            try:
-                number = complex(value)
-            except OverflowError:
-                return NotImplemented
-            if kind == COMPLEX:
-                numbers.append(name)
-            args += [number.real, number.imag]
-        else:
-            return NotImplemented
-    if dtype is None:
-        return NotImplemented
-    device = tensors[0].device
-    if device.type != device_type or any(t.device != device for t in tensors[1:]):
-        return NotImplemented
-    if isinstance(out, torch.Tensor) and out.device != device:
-        return NotImplemented
-    try:
-        shape = broadcast_shape(*(t.shape for t in tensors))
-    except RuntimeError:
-        return NotImplemented  # the fallback path raises ATen's own message
-    if out is not None:
-        wanted = common.DTYPES[dtype] if result == COMPLEX else PART_DTYPE[dtype]
-        if not isinstance(out, torch.Tensor) or out.dtype != wanted or out.is_conj() or out.is_neg():
-            return NotImplemented
-        if inplace and out.shape != shape:
-            return NotImplemented
-        common.resize_output(out, shape)
-        if not writable(out, tensors):
-            return NotImplemented
-    params = {"op": op, "dtype": dtype, "layout": INTERLEAVED, "out": out is not None, "scalars": numbers,
-              "interpret": device_type == "cpu"}
-    run = load(params, (op, dtype, out is not None, *numbers))
-    if out is None:
-        return run(*args)
-    run(*args, out)
-    return out
-
-
-def writable(out: torch.Tensor, inputs) -> bool:
-    """Whether a kernel may write `out` while reading `inputs`: no element of out is stored twice (expanded
-    dims), and each input is out itself or shares none of its memory (ATen refuses partial overlaps)."""
-    if any(st == 0 and n > 1 for n, st in zip(out.shape, out.stride())):
-        return False
-    out_span = _byte_span(out)
-    for t in inputs:
-        same_view = t.data_ptr() == out.data_ptr() and t.dtype == out.dtype and t.shape == out.shape
-        if same_view and t.stride() == out.stride():
-            continue
-        span = _byte_span(t)
-        if out_span and span and span[0] < out_span[1] and out_span[0] < span[1]:
-            return False
-    return True
-
-
-def _byte_span(t: torch.Tensor):
-    if t.numel() == 0:
-        return None
-    start = t.data_ptr()
-    return start, start + (sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1) * t.element_size()

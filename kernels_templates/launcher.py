@@ -13,6 +13,13 @@ Rendered modules launch through `launcher(kernel)[grid](*args, **constexprs)` wh
   order), skipping the binder, the cache key's string building and the global-value checks (about 5 of its
   7 us per launch on the host).
 
+A caller that knows more can skip even the key: `launch(grid, args, kwargs, keep=key)` also keeps the launch
+under the caller's own hashable `key`, which the caller guarantees determines every argument's specialization
+(an elementwise launch on contiguous operands: the element count, each tensor's dtype and alignment); later,
+`launch_known(key, grid, args)` launches it with new positional arguments, where a pointer argument may be any
+tensor with the same data pointer (a complex tensor for its view_as_real), since a pointer is all the C
+launcher reads from it.
+
 The key is coarser than nothing and finer than Triton's specialization: per tensor its dtype and whether its
 data pointer is 16-byte aligned (all Triton specializes a pointer on), per int and bool its value (Triton
 specializes ints on 1, on divisibility by 16 and on their width), per float only its type (Triton never
@@ -91,21 +98,26 @@ class Launcher:
         self.kernel = kernel
         self.direct = JITFunction is not None and isinstance(kernel, JITFunction)
         self.compiled: dict[tuple, tuple] = {}  # key -> (compiled kernel, names of keyword arguments bound)
+        # (device, debug knobs, a caller's key) -> (compiled kernel, the values of the keyword arguments bound)
+        self.known: dict[tuple, tuple] = {}
         self.direct_launches = 0
 
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
-    def launch(self, grid, args: tuple, kwargs: dict):
+    def launch(self, grid, args: tuple, kwargs: dict, keep=None):
+        """keep: the caller's key for this launch's specialization, to repeat it with launch_known."""
         if _wrap_state is None or getattr(_wrap_state, "value", True):
             return torch.library.wrap_triton(self.kernel)[grid](*args, **kwargs)
         if not (self.direct and direct_launches_enabled and self.compiled) or grid.__class__ is not tuple:
-            return self._through_triton(grid, args, kwargs)
+            return self._through_triton(grid, args, kwargs, keep)
         device = driver.active.get_current_device()
         found = self.compiled.get(self._key(device, args, kwargs))
         if found is None or self.kernel.pre_run_hooks or knobs.runtime.add_stages_inspection_hook is not None:
-            return self._through_triton(grid, args, kwargs)
+            return self._through_triton(grid, args, kwargs, keep)
         compiled, keywords = found
+        if keep is not None:
+            self._keep(device, keep, compiled, keywords, kwargs)
         stream = driver.active.get_current_stream(device)
         bound = (*args, *(kwargs[name] for name in keywords))
         metadata = compiled.launch_metadata(grid, stream, *bound)
@@ -114,6 +126,37 @@ class Launcher:
                      compiled.function, compiled.packed_metadata, metadata, knobs.runtime.launch_enter_hook,
                      knobs.runtime.launch_exit_hook, *bound)
         return compiled
+
+    def launch_known(self, key, grid: tuple, args: tuple, eager: bool = False) -> bool:
+        """Launch the specialization kept under the caller's `key` (see `launch`) with these positional
+        arguments, as the direct path would; False, launching nothing, when there is none for the current
+        device and debug knobs, or when the call must take Triton's path (traced, hooks set). eager: the caller
+        holds real tensors outside any tracing (a routed call), whatever wrap_triton's switch says."""
+        if not (self.known and direct_launches_enabled) or not (eager or _wrap_state is not None
+                                                               and not getattr(_wrap_state, "value", True)):
+            return False
+        active, runtime = driver.active, knobs.runtime
+        device = active.get_current_device()
+        found = self.known.get((device, runtime.debug, knobs.compilation.instrumentation_mode, key))
+        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+        if (found is None or self.kernel.pre_run_hooks or runtime.add_stages_inspection_hook is not None
+                or (enter is not None and getattr(enter, "calls", True))
+                or (leave is not None and getattr(leave, "calls", True))):
+            # a launch hook (a profiler) gets its metadata, built from the arguments as bound; Triton 3.8 keeps
+            # chains of hooks, empty unless a profiler added one, earlier ones None or a function
+            return False
+        compiled, constexprs = found
+        self.direct_launches += 1
+        compiled.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
+                     active.get_current_stream(device), compiled.function, compiled.packed_metadata, None,
+                     None, None, *args, *constexprs)
+        return True
+
+    def _keep(self, device, key, compiled, keywords: tuple, kwargs: dict) -> None:
+        if len(self.known) >= LIMIT:
+            self.known.clear()
+        self.known[(device, knobs.runtime.debug, knobs.compilation.instrumentation_mode, key)] = (
+            compiled, tuple(kwargs[name] for name in keywords))
 
     @staticmethod
     def _key(device, args: tuple, kwargs: dict):
@@ -134,7 +177,7 @@ class Launcher:
         parts.extend(kwargs.items())
         return tuple(parts)
 
-    def _through_triton(self, grid, args: tuple, kwargs: dict):
+    def _through_triton(self, grid, args: tuple, kwargs: dict, keep=None):
         compiled = self.kernel[grid](*args, **kwargs)
         if not (self.direct and direct_launches_enabled) or grid.__class__ is not tuple:
             return compiled
@@ -143,9 +186,12 @@ class Launcher:
         keywords = tuple(self.kernel.arg_names[len(args):])
         if set(keywords) - kwargs.keys():
             return compiled  # a default filled in by Triton's binder: keep its path
-        key = self._key(driver.active.get_current_device(), args, kwargs)
+        device = driver.active.get_current_device()
+        key = self._key(device, args, kwargs)
         if key is not None:
             if len(self.compiled) >= LIMIT:
                 self.compiled.clear()
             self.compiled[key] = compiled, keywords
+            if keep is not None:
+                self._keep(device, keep, compiled, keywords, kwargs)
         return compiled

@@ -31,6 +31,7 @@ import torch
 import triton
 import triton.language as tl
 
+from jitdtypes.kernels_templates.common import cdiv
 from jitdtypes.kernels_templates.launcher import launcher
 
 MUTATES = ("out",)
@@ -281,7 +282,7 @@ def real_blocks(right, left_conj, right_conj):
     batch, k, n = right.shape[:3]
     batch = 1 if right.stride(0) == 0 else batch
     blocks = torch.empty((batch, 2 * k, 2 * n), dtype=right.dtype, device=right.device)
-    grid = (batch * triton.cdiv(k, EXPAND_BLOCK_K), triton.cdiv(n, EXPAND_BLOCK_N))
+    grid = (batch * cdiv(k, EXPAND_BLOCK_K), cdiv(n, EXPAND_BLOCK_N))
     launcher(expand_kernel)[grid](
         right, blocks, k, n, right.stride(0), right.stride(1), right.stride(2), blocks.stride(0),
         LEFT_SIGN=-1 if left_conj else 1, RIGHT_SIGN=-1 if right_conj else 1, N_UNIT=n == 1 or right.stride(2) == 2,
@@ -319,14 +320,14 @@ def launch(a, b, out, c, alpha, beta):
     shape_class = (m.bit_length() << 24) | (n.bit_length() << 16) | (k.bit_length() << 8) | min(batch, 255)
     tuned = tuned_gemm(out.device) if form == "blocks" else None
     config = choose_config(batch, m, n, k, out.device)
-    programs = batch * triton.cdiv(m, config["BLOCK_M"]) * triton.cdiv(n, config["BLOCK_N"])
+    programs = batch * cdiv(m, config["BLOCK_M"]) * cdiv(n, config["BLOCK_N"])
     k_per_split = choose_k_split(programs, k, config["BLOCK_K"], out.device)
     if tuned is not None and k_per_split >= k:
-        grid = lambda meta: (batch * triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]), 1)  # noqa: E731
+        grid = lambda meta: (batch * cdiv(m, meta["BLOCK_M"]) * cdiv(n, meta["BLOCK_N"]), 1)  # noqa: E731
         launcher(tuned)[grid](
             a, b, c, out, out, m, n, k, k, shape_class, *strides, 0, 0, 0, *scalars, SPLIT_K=False, **flags)
         return
-    splits = triton.cdiv(k, k_per_split) if k_per_split < k else 1
+    splits = cdiv(k, k_per_split) if k_per_split < k else 1
     partials = out
     if splits > 1:
         partials = torch.empty((splits, batch, m, 2 * n), dtype=torch.float32, device=out.device)
@@ -416,7 +417,7 @@ def choose_config(batch, m, n, k, device):
     sm_count = torch.cuda.get_device_properties(device).multi_processor_count
     if m <= THIN or n <= THIN:
         long_side = max(m, n)
-        block = next((b for b in (64, 32) if batch * triton.cdiv(long_side, b) >= sm_count), 16)
+        block = next((b for b in (64, 32) if batch * cdiv(long_side, b) >= sm_count), 16)
         return dict(BLOCK_M=16 if m <= 16 else block, BLOCK_N=16 if n <= 16 else block, BLOCK_K=64, GROUP_M=8,
                     num_warps=4, num_stages=4)
     return dict(BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, GROUP_M=8, num_warps=4, num_stages=4)
@@ -424,10 +425,10 @@ def choose_config(batch, m, n, k, device):
 
 def choose_k_split(programs, k, block_k, device):
     sm_count = torch.cuda.get_device_properties(device).multi_processor_count
-    splits = min(triton.cdiv(2 * sm_count, programs), k // (8 * block_k))
+    splits = min(cdiv(2 * sm_count, programs), k // (8 * block_k))
     if 4 * programs > sm_count or splits < 2:
         return k
-    return triton.cdiv(triton.cdiv(k, splits), block_k) * block_k'''
+    return cdiv(cdiv(k, splits), block_k) * block_k'''
 
 
 ROUND_TO_BODY = "    return x.to(part_type)"

@@ -8,6 +8,7 @@ import math
 import torch
 import triton
 import triton.language as tl
+from jitdtypes.kernels_templates.common import cdiv, next_power_of_2
 from jitdtypes.kernels_templates.launcher import launcher
 
 MUTATES = $mutates
@@ -124,7 +125,7 @@ def _splits(kept_programs, chunks, device):
     fill = _fill(device)
     if kept_programs >= fill or chunks < 2:
         return 1
-    return triton.cdiv(min(triton.cdiv(2 * fill, kept_programs), chunks), SPLIT_MULTIPLE) * SPLIT_MULTIPLE
+    return cdiv(min(cdiv(2 * fill, kept_programs), chunks), SPLIT_MULTIPLE) * SPLIT_MULTIPLE
 
 
 def _launch(x, dims, outputs, scalars):
@@ -138,22 +139,22 @@ def _launch(x, dims, outputs, scalars):
         flat = x.permute(kept + reduced).contiguous()
         return _launch(flat, list(range(len(kept), x.dim())), outputs, scalars)
     n_kept, n_reduced = math.prod(kept_sizes), math.prod(reduced_sizes)
-    reduced_block_cap = triton.next_power_of_2(max(n_reduced, 1))
+    reduced_block_cap = next_power_of_2(max(n_reduced, 1))
     if _fastest(reduced_strides) <= _fastest(kept_strides):
         reduced_block = min(reduced_block_cap, TILE)
-        kept_block = min(triton.next_power_of_2(n_kept), TILE // reduced_block)
+        kept_block = min(next_power_of_2(n_kept), TILE // reduced_block)
         order = "reduced pairs" if reduced_strides == [2] else "strided"
     else:
-        kept_block = min(triton.next_power_of_2(n_kept), OUTER_KEPT_BLOCK)
+        kept_block = min(next_power_of_2(n_kept), OUTER_KEPT_BLOCK)
         reduced_block = min(reduced_block_cap, TILE // kept_block)
         order = "kept pairs" if kept_strides == [2] else "strided"
-    kept_programs = triton.cdiv(n_kept, kept_block)
-    chunks = triton.cdiv(n_reduced, reduced_block)
+    kept_programs = cdiv(n_kept, kept_block)
+    chunks = cdiv(n_reduced, reduced_block)
     splits = _splits(kept_programs, chunks, x.device)
     kept_sizes, kept_strides = _padded(kept_sizes, kept_strides, KEPT_DIMS)
     reduced_sizes, reduced_strides = _padded(reduced_sizes, reduced_strides, REDUCED_DIMS)
     pointers = [torch.view_as_real(out) if out.is_complex() else out for out in outputs]
-    geometry = (n_kept, n_reduced, splits, reduced_block * triton.cdiv(chunks, splits), *kept_sizes[1:],
+    geometry = (n_kept, n_reduced, splits, reduced_block * cdiv(chunks, splits), *kept_sizes[1:],
                 *kept_strides, *reduced_sizes[1:], *reduced_strides)
     blocks = dict(KEPT_BLOCK=kept_block, REDUCED_BLOCK=reduced_block, ORDER=order, num_warps=NUM_WARPS)
     if splits == 1:
@@ -162,7 +163,7 @@ def _launch(x, dims, outputs, scalars):
         return
     partials = torch.empty((PARTIAL_VALUES, kept_programs, splits, kept_block), dtype=torch.float32,
                            device=x.device)
-    split_chunk = min(triton.next_power_of_2(splits), max(1, TILE // kept_block))
+    split_chunk = min(next_power_of_2(splits), max(1, TILE // kept_block))
     for phase in range(1, PHASES + 1):
         launcher(_reduce_kernel)[(kept_programs, splits)](
             parts, *pointers, *scalars, partials, *geometry, SPLIT_CHUNK=split_chunk, PHASE=phase, **blocks)

@@ -52,6 +52,7 @@ import math
 import torch
 import triton
 import triton.language as tl
+from jitdtypes.kernels_templates.common import cdiv, next_power_of_2
 from jitdtypes.kernels_templates.launcher import launcher
 
 MUTATES = ("out",)
@@ -227,7 +228,7 @@ def _splits(kept_programs, chunks, device):
     fill = _fill(device)
     if kept_programs >= fill or chunks < 2:
         return 1
-    return triton.cdiv(min(triton.cdiv(2 * fill, kept_programs), chunks), SPLIT_MULTIPLE) * SPLIT_MULTIPLE
+    return cdiv(min(cdiv(2 * fill, kept_programs), chunks), SPLIT_MULTIPLE) * SPLIT_MULTIPLE
 
 
 def _launch(x, dim, out):
@@ -243,19 +244,19 @@ def _launch(x, dim, out):
         out.copy_(contiguous)
         return
     n_kept, n_scanned = math.prod(kept_sizes), sizes[dim]
-    scan_block_cap = triton.next_power_of_2(n_scanned)
+    scan_block_cap = next_power_of_2(n_scanned)
     if abs(x_strides[dim]) <= _fastest(x_kept):
         scan_block = min(scan_block_cap, TILE)
-        kept_block = min(triton.next_power_of_2(n_kept), TILE // scan_block)
+        kept_block = min(next_power_of_2(n_kept), TILE // scan_block)
         order = "scan pairs" if x_strides[dim] == out_strides[dim] == 2 else "strided"
     else:
-        kept_block = min(triton.next_power_of_2(n_kept), OUTER_KEPT_BLOCK)
+        kept_block = min(next_power_of_2(n_kept), OUTER_KEPT_BLOCK)
         scan_block = min(scan_block_cap, TILE // kept_block)
         order = "kept pairs" if x_kept == out_kept == [2] else "strided"
-    kept_programs = triton.cdiv(n_kept, kept_block)
-    chunks = triton.cdiv(n_scanned, scan_block)
+    kept_programs = cdiv(n_kept, kept_block)
+    chunks = cdiv(n_scanned, scan_block)
     splits = _splits(kept_programs, chunks, x.device)
-    per_split = scan_block * triton.cdiv(chunks, splits)
+    per_split = scan_block * cdiv(chunks, splits)
     padding = KEPT_DIMS - len(kept_sizes)
     kept_sizes, x_kept, out_kept = kept_sizes + [1] * padding, x_kept + [0] * padding, out_kept + [0] * padding
     blocks = dict(KEPT_BLOCK=kept_block, SCAN_BLOCK=scan_block, ORDER=order, num_warps=NUM_WARPS)
@@ -267,7 +268,7 @@ def _launch(x, dim, out):
     launcher(_scan_kernel)[(kept_programs, splits)](
         parts, out_parts, totals, n_kept, n_scanned, splits, per_split, *kept_sizes[1:], *x_kept, *out_kept,
         x_strides[dim], out_strides[dim], SPLIT=splits > 1,
-        SPLIT_CHUNK=min(triton.next_power_of_2(splits), max(1, TILE // kept_block)), **blocks)
+        SPLIT_CHUNK=min(next_power_of_2(splits), max(1, TILE // kept_block)), **blocks)
 
 
 def run(x: torch.Tensor, dim: int, out: torch.Tensor) -> None:

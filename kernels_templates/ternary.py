@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import complex_math, elementwise
 from .elementwise import BOOL, COMPLEX, SCALAR
+from .elementwise_calls import Adapter, written_out, written_self
 
 FAMILY = "ternary"
 
@@ -90,20 +91,18 @@ def variants(dtype: str) -> list[dict]:
 FUNCTIONAL, INPLACE, OUT = "functional", "inplace", "out"
 
 
-def _adapter(op: str, mode: str):
+def _adapter(op: str, mode: str) -> Adapter:
     """An adapter for one overload of op: the first three arguments fill the op's first three slots (positional
     in every overload); addcmul/addcdiv's keyword-only value defaults to 1."""
     slots = _slots(op)
-
-    def adapter(load, args, kwargs, device_type):
-        operands = [(name, kind, value) for (name, kind), value in zip(slots, args[:3])]
-        if len(slots) == 4:
-            operands.append(("value", SCALAR, kwargs.get("value", 1)))
-        if mode == INPLACE:
-            return elementwise.call(load, op, operands, device_type, out=args[0], inplace=True)
-        return elementwise.call(load, op, operands, device_type, out=kwargs["out"] if mode == OUT else None)
-
-    return adapter
+    if len(slots) == 4:
+        def values(args, kwargs):
+            return args[0], args[1], args[2], kwargs.get("value", 1)
+    else:
+        def values(args, kwargs):
+            return args[0], args[1], args[2]
+    written = {INPLACE: written_self, OUT: written_out}.get(mode)
+    return Adapter(op, slots, values, written=written, inplace=mode == INPLACE)
 
 
 ATEN = {

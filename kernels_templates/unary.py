@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from . import complex_math, elementwise
 from .elementwise import COMPLEX, REAL
+from .elementwise_calls import Adapter, written_out, written_self
 
 FAMILY = "unary"
 
@@ -297,23 +298,17 @@ def variants(dtype: str) -> list[dict]:
 
 # -- ATen adapters -----------------------------------------------------------------------------------------
 
+def _first(args, kwargs):
+    return (args[0],)
+
+
 def _adapters(op: str) -> dict:
     result = REAL if op in REAL_RESULT else COMPLEX
-
-    def functional(load, args, kwargs, device_type):
-        return elementwise.call(load, op, [("self", COMPLEX, args[0])], device_type, result=result)
-
-    def inplace(load, args, kwargs, device_type):
-        self = args[0]
-        return elementwise.call(load, op, [("self", COMPLEX, self)], device_type, out=self, inplace=True)
-
-    def out(load, args, kwargs, device_type):
-        return elementwise.call(load, op, [("self", COMPLEX, args[0])], device_type, result=result, out=kwargs["out"])
-
-    adapters = {f"aten::{op}": functional, f"aten::{op}.out": out}
+    adapters = {f"aten::{op}": Adapter(op, SLOTS, _first, result=result),
+                f"aten::{op}.out": Adapter(op, SLOTS, _first, result=result, written=written_out)}
     # abs_ of a complex tensor is an error in ATen (its result is real), and angle has no in-place form.
     if result == COMPLEX:
-        adapters[f"aten::{op}_"] = inplace
+        adapters[f"aten::{op}_"] = Adapter(op, SLOTS, _first, written=written_self, inplace=True)
     return adapters
 
 

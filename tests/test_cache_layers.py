@@ -20,6 +20,7 @@ def _fresh_engine(monkeypatch):
     monkeypatch.setattr(engine, "_loaded", {})
     monkeypatch.setattr(engine, "_warned", set())
     monkeypatch.setattr(engine, "counters", engine.Counter())
+    engine.forget_kernels()  # and the routed calls specialized on earlier ones
 
 
 def _z(seed=3):

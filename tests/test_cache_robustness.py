@@ -70,7 +70,7 @@ def test_a_damaged_entry_is_regenerated_with_one_warning(cache, damage, caplog):
         source.write_text(source.read_text() + "\nraise SystemExit('tampered')\n")
     else:
         (record.directory / "meta.json").write_text("{ truncated")
-    engine._loaded.clear()
+    engine.forget_kernels()
     with caplog.at_level("WARNING", logger="jitdtypes"):
         _assert_exp_right(torch.exp(x), x)
         _assert_exp_right(torch.exp(x), x)
@@ -84,7 +84,7 @@ def test_entries_writable_by_others_are_not_imported(cache, caplog):
     torch.exp(x)
     (record,) = [r for r in inventory.scan(cache) if r.meta["op"] == "exp"]
     os.chmod(record.directory / SOURCE, 0o666)
-    engine._loaded.clear()
+    engine.forget_kernels()
     with caplog.at_level("WARNING", logger="jitdtypes"):
         _assert_exp_right(torch.exp(x), x)
         torch.exp(x * 2)
@@ -98,7 +98,7 @@ def test_a_group_writable_cache_directory_is_not_trusted(cache, caplog):
     x = _z()
     torch.exp(x)
     os.chmod(cache / "kernels", 0o777)
-    engine._loaded.clear()
+    engine.forget_kernels()
     with caplog.at_level("WARNING", logger="jitdtypes"):
         _assert_exp_right(torch.exp(x), x)
     assert engine.counters["in_memory"] == 1
@@ -111,7 +111,7 @@ def test_entries_owned_by_another_user_are_not_imported(cache, caplog):
     torch.exp(x)
     (record,) = [r for r in inventory.scan(cache) if r.meta["op"] == "exp"]
     os.chown(record.directory / SOURCE, 12345, 12345)
-    engine._loaded.clear()
+    engine.forget_kernels()
     with caplog.at_level("WARNING", logger="jitdtypes"):
         _assert_exp_right(torch.exp(x), x)
     assert any("owned by uid 12345" in r.getMessage() for r in caplog.records)

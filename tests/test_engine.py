@@ -83,7 +83,7 @@ def test_a_corrupted_entry_is_regenerated_not_imported(fresh_cache, caplog):
     (meta_path,) = _entries(fresh_cache)
     source_path = meta_path.parent / SOURCE
     source_path.write_text(source_path.read_text().replace("def run(", "def run_garbled("))
-    engine._loaded.clear()
+    engine.forget_kernels()
     with caplog.at_level("WARNING", logger="jitdtypes"):
         y = torch.sin(x)
     torch.testing.assert_close(y.to(torch.complex64), torch.sin(x.to(torch.complex64)), rtol=2e-3, atol=2e-3)

@@ -230,3 +230,39 @@ def test_template_path_with_out_and_without(dtype):
         assert calls[("aten::exp", name, "cpu")] == {path_record.TEMPLATE: 2}
     finally:
         jitdtypes.set_cpu_backend(previous)
+
+
+@pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
+def test_template_plans_follow_argument_kinds_that_change(dtype):
+    """Under the interpreter, div called with argument kinds and values that change from call to call: each
+    kind's plan (kinds checked once, values per call) gives what the upcast gives, through the kernel for
+    tensors and numbers of any layout and broadcast, and declines an operand the kernel cannot read (bool) to
+    the upcast path."""
+    previous = jitdtypes.engine.cpu_backend()
+    jitdtypes.set_cpu_backend("triton-interpret")
+    try:
+        z, wz = values((2, 3), dtype, seed=1)
+        w, ww = values((2, 3), dtype, seed=2)
+        row, wrow = values(3, dtype, seed=3)
+        flags = torch.ones(2, 3, dtype=torch.bool)
+        template, upcast = path_record.TEMPLATE, path_record.UPCAST
+        cases = [
+            (lambda: z / w, lambda: wz / ww, template),
+            (lambda: z / 3, lambda: wz / 3, template),
+            (lambda: z / -0.5j, lambda: wz / -0.5j, template),
+            (lambda: z / row, lambda: wz / wrow, template),  # broadcast: through the module's `run`
+            (lambda: z.t() / w.t(), lambda: wz.t() / ww.t(), template),  # not contiguous: likewise
+            (lambda: z / w.conj(), lambda: wz / ww.conj(), template),  # PyTorch resolves the flag first
+            (lambda: z / flags, lambda: wz / flags, upcast),
+        ]
+        tolerance = {"rtol": 2 * EPS[dtype], "atol": 2 * EPS[dtype]}
+        path_record.reset()
+        for _ in range(2):
+            for ours, reference, _ in cases:
+                result = ours()
+                assert result.dtype == dtype
+                torch.testing.assert_close(result.to(torch.complex64), reference(), **tolerance)
+        expected = {path: 2 * sum(taken == path for *_, taken in cases) for path in (template, upcast)}
+        assert path_record.calls()[("aten::div.Tensor", dtypes.NAMES[dtype], "cpu")] == expected
+    finally:
+        jitdtypes.set_cpu_backend(previous)

@@ -19,12 +19,20 @@ ROOT = Path(__file__).resolve().parent.parent
 OPS = {"exp", "mul", "addcmul", "sum", "cumsum", "matmul", "fft_c2c"}
 
 
-def _normalized(args: tuple) -> tuple:
-    """A launcher's arguments with each tensor as what a launch depends on (fresh outputs differ in address)."""
+def _normalized(args: tuple, inputs) -> tuple:
+    """A launcher's arguments as what a launch depends on. A tensor is a pointer, all the C launcher reads from
+    it: named by the input it starts at (else a fresh buffer, whose address differs per call) and its
+    alignment. Launch metadata and hooks: whether a hook runs (Triton 3.8 passes empty hook chains and metadata
+    no hook reads; None does the same)."""
     import torch
 
-    return tuple((t.dtype, tuple(t.shape), tuple(t.stride()), t.data_ptr() % 16) if isinstance(t, torch.Tensor)
-                 else type(t).__name__ if type(t).__name__ == "LazyDict" else t for t in args)
+    starts = {t.data_ptr(): i for i, t in enumerate(inputs) if isinstance(t, torch.Tensor)}
+    grid_stream_function, (metadata, enter, leave), rest = args[:6], args[6:9], args[9:]
+    hooked = [hook for hook in (enter, leave) if hook is not None and getattr(hook, "calls", True)]
+    launch_hooks = (type(metadata).__name__, *hooked) if hooked else "no launch hooks"
+    return (*grid_stream_function, launch_hooks,
+            *((f"input {starts[t.data_ptr()]}" if t.data_ptr() in starts else "fresh", t.data_ptr() % 16)
+              if isinstance(t, torch.Tensor) else t for t in rest))
 
 
 def compare() -> dict:
@@ -40,6 +48,7 @@ def compare() -> dict:
     from jitdtypes.kernels_templates import common, launcher
 
     received: list[tuple] = []
+    inputs: list = []  # the tensors of the call being recorded
     families = aot.families()
     result = {"cases": 0, "equal": 0, "direct_launches": 0, "families": [], "unequal": []}
     workspace = Path(tempfile.mkdtemp(prefix="jitdtypes-launcher-test-"))
@@ -48,7 +57,7 @@ def compare() -> dict:
 
         def recording_handles(kernel):
             handles(kernel)
-            kernel._run = lambda *args: received.append(_normalized(args))
+            kernel._run = lambda *args: received.append(_normalized(args, inputs))
 
         CompiledKernel._init_handles = recording_handles
         try:
@@ -65,6 +74,7 @@ def compare() -> dict:
                 for case in aot.CASES[family](families[family], params, module.run, aot.ODD):
                     if family == "matmul" and not case.label.startswith(("mv", "dot")):
                         continue  # the tiled products are autotuned: Triton's path every time
+                    inputs[:] = case.args
                     received.clear()
                     launcher.direct_launches_enabled = False
                     run(*case.args)
@@ -84,9 +94,80 @@ def compare() -> dict:
                         result["unequal"].append(f"{family} {case.label}: {through_triton!r} != {direct!r}")
                 result["families"].append(family)
             result["float_specializations"] = _float_specializations(families, workspace)
+            result["plans"] = _compare_plans(families, workspace, received, inputs)
         finally:
             CompiledKernel._init_handles = handles
     del torch
+    return result
+
+
+def _plan_cases():
+    """(family, overload, args, kwargs): calls the elementwise plans launch themselves (contiguous operands of one
+    shape), an aligned and an odd size each."""
+    import torch
+
+    cases = []
+    for size in (64, 37):
+        x, y, z = (torch.randn(size, dtype=torch.complex64, generator=torch.Generator().manual_seed(seed))
+                   .to(torch.complex32) for seed in range(3))
+        cases += [
+            ("unary", "aten::exp", (x,), {}),
+            ("unary", "aten::abs", (x,), {}),
+            ("unary", "aten::sqrt_", (x.clone(),), {}),
+            ("binary", "aten::mul.Tensor", (x, y), {}),
+            ("binary", "aten::mul.Tensor", (x, 2.5), {}),
+            ("binary", "aten::add.Tensor", (x, y), {"alpha": 2}),
+            ("binary", "aten::div.out", (x, y), {"out": torch.empty_like(x)}),
+            ("ternary", "aten::addcmul", (x, y, z), {"value": 0.5}),
+        ]
+    return cases
+
+
+def _compare_plans(families, workspace: Path, received: list, inputs: list) -> dict:
+    """An adapter's plan, launching by itself, hands the C launcher what the module's `run` hands it through
+    Triton's own path for the same call."""
+    import torch
+
+    from jitdtypes.kernels_templates import common, launcher
+
+    modules = {}
+
+    def loader(family, with_module):
+        def load(params, key=None):
+            params = {**params, "interpret": False}
+            name = f"plan_{family}_{params['op']}_{params['out']}_{'_'.join(params['scalars'])}"
+            if name not in modules:
+                path = workspace / f"{name}.py"
+                path.write_text(families[family].render(params))
+                modules[name] = common.exec_source(path.read_text(), f"launcher_test_{name}", filename=str(path))
+            run = launcher.eager_calls(modules[name].run)
+            if with_module:
+                run.module = modules[name]
+            return run
+
+        return load
+
+    result = {"cases": 0, "equal": 0, "direct_launches": 0, "unequal": []}
+    for family, overload, args, kwargs in _plan_cases():
+        adapter = families[family].ATEN[overload]
+        inputs[:] = [*args, *kwargs.values()]
+        received.clear()
+        launcher.direct_launches_enabled = False
+        adapter(loader(family, False), args, kwargs, "cpu")
+        through_run = list(received)
+        launcher.direct_launches_enabled = True
+        plan = adapter.plan(loader(family, True), args, kwargs, "cpu")
+        plan(args, kwargs)
+        received.clear()
+        before = sum(launcher.launcher(k).direct_launches for m in modules.values() for k in _kernels(m))
+        plan(args, kwargs)
+        result["direct_launches"] += sum(launcher.launcher(k).direct_launches
+                                         for m in modules.values() for k in _kernels(m)) - before
+        result["cases"] += 1
+        if received == through_run and received:
+            result["equal"] += 1
+        else:
+            result["unequal"].append(f"{overload} {args[0].shape}: {through_run!r} != {received!r}")
     return result
 
 
@@ -136,6 +217,9 @@ def test_direct_launches_pass_what_triton_passes():
     assert result["direct_launches"] >= result["cases"]
     # one specialization for every value: keying floats by their type alone is what Triton does
     assert len(result["float_specializations"]) == 1, result["float_specializations"]
+    plans = result["plans"]
+    assert plans["unequal"] == [] and plans["cases"] == 16 and plans["equal"] == plans["cases"]
+    assert plans["direct_launches"] == plans["cases"]
 
 
 @pytest.mark.parametrize("shape", [(8,), (1,), (3, 5), (1, 1), (2, 1, 7), ()])

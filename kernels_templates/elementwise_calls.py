@@ -1,0 +1,203 @@
+"""From ATen calls to elementwise kernels (unary.py, binary.py, ternary.py): one Adapter per overload.
+
+An Adapter knows where the op's operand slots sit in the overload's arguments. Called as an adapter
+(kernels_templates/common.py), it runs one call on a rendered interleaved kernel, or returns NotImplemented
+unless the kernel covers the call. Its `plan` is that call split in two: what depends on the kinds of the arguments
+(tensor or Python number, dtype, conj/neg flags, the out= tensor's dtype: jitdtypes.fast_path's key) is checked
+once, and the kernel looked up once; what depends on their values (devices, shapes, layouts, overlaps, numbers
+too large for a float) is checked per call. Contiguous operands of one shape, the common call, then launch
+straight from the plan: the output is allocated, and the launch is the one the module's `run` would make
+(elementwise._launch_contiguous), without the module's own checks.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+
+from . import common, launcher
+from .elementwise import BOOL, COMPLEX, INTERLEAVED, PART_DTYPE, SCALAR, _launch_contiguous, broadcast_shape
+
+NUMBER_TYPES = (bool, int, float, complex)
+
+
+def complex16_name(value) -> str | None:
+    """The dtype name of a tensor a kernel can read as it is: 16-bit complex, no lazy conj/neg flag."""
+    if isinstance(value, torch.Tensor) and not value.is_conj() and not value.is_neg():
+        return common.dtype_name(value)
+    return None
+
+
+class Adapter:
+    """One ATen overload of an elementwise op.
+
+    slots: [(name, COMPLEX | SCALAR | BOOL)] of the op; values(args, kwargs): the values in those slots;
+    written(args, kwargs): the tensor the overload writes (out=, or self in place), None for functional ones;
+    inplace: the written tensor is self, whose shape must be the result's; declines(args, kwargs): True for calls
+    no kernel computes, whatever their kinds (a division's rounding mode)."""
+
+    def __init__(self, op: str, slots, values, *, result: str = COMPLEX, written=None, inplace: bool = False,
+                 declines=None) -> None:
+        self.op, self.slots, self.values, self.result = op, list(slots), values, result
+        self.written, self.inplace, self.declines = written, inplace, declines
+
+    def __call__(self, load, args: tuple, kwargs: dict, device_type: str):
+        planned = self.plan(load, args, kwargs, device_type)
+        return NotImplemented if planned is None else planned(args, kwargs)
+
+    def plan(self, load, args: tuple, kwargs: dict, device_type: str):
+        """(args, kwargs) -> result or NotImplemented, for calls whose arguments are of the kinds these are;
+        None when this adapter declines every such call."""
+        kinds = _kinds(self, args, kwargs, device_type)
+        if kinds is None:
+            return None
+        dtype, numbers, tensor_at, number_at = kinds
+        run = load({"op": self.op, "dtype": dtype, "layout": INTERLEAVED, "out": self.written is not None,
+                    "scalars": numbers, "interpret": device_type == "cpu"}, (self.op, dtype, self.written is not None,
+                                                                               *numbers))
+        return _Plan(self, run, dtype, device_type, tensor_at, number_at)
+
+
+def written_self(args, kwargs):
+    return args[0]
+
+
+def written_out(args, kwargs):
+    return kwargs["out"]
+
+
+def _kinds(adapter: Adapter, args, kwargs, device_type: str):
+    """What a call's adapter decides from the arguments' kinds alone: (dtype name, names of the slots holding Python numbers,
+    positions of tensor values, positions of number values), or None when it declines."""
+    if device_type not in ("cuda", "cpu"):
+        return None
+    dtype, numbers, tensor_at, number_at = None, [], [], []
+    for i, ((name, kind), value) in enumerate(zip(adapter.slots, adapter.values(args, kwargs))):
+        if isinstance(value, torch.Tensor):
+            if kind == SCALAR or (kind == BOOL and value.dtype != torch.bool):
+                return None
+            if kind == COMPLEX:
+                name_of_dtype = complex16_name(value)
+                if name_of_dtype is None or dtype not in (None, name_of_dtype):
+                    return None
+                dtype = name_of_dtype
+            tensor_at.append(i)
+        elif isinstance(value, NUMBER_TYPES) and kind != BOOL:
+            if kind == COMPLEX:
+                numbers.append(name)
+            number_at.append(i)
+        else:
+            return None
+    if dtype is None:
+        return None
+    if adapter.written is not None and not _writes_kind(adapter.written(args, kwargs), dtype, adapter.result):
+        return None
+    return dtype, numbers, tuple(tensor_at), tuple(number_at)
+
+
+def _writes_kind(out, dtype: str, result: str) -> bool:
+    wanted = common.DTYPES[dtype] if result == COMPLEX else PART_DTYPE[dtype]
+    return isinstance(out, torch.Tensor) and out.dtype == wanted and not out.is_conj() and not out.is_neg()
+
+
+class _Plan:
+    """An Adapter's call for one kind of arguments (Adapter.plan). Attributes are copied off the adapter and
+    device checks read tensor flags (tensor.is_cuda) rather than device.type: this runs on every routed call."""
+
+    def __init__(self, adapter: Adapter, run, dtype: str, device_type: str, tensor_at, number_at) -> None:
+        self.values, self.written, self.inplace, self.declines = (adapter.values, adapter.written, adapter.inplace,
+                                                                   adapter.declines)
+        self.run, self.tensor_at, self.number_at = run, tensor_at, number_at
+        self.number_slots = frozenset(number_at)
+        self.on_device = operator.attrgetter("is_cuda" if device_type == "cuda" else "is_cpu")
+        # the first complex tensor: the output is allocated like it
+        self.like = next(n for n, i in enumerate(tensor_at) if adapter.slots[i][1] == COMPLEX)
+        self.result_dtype = None if adapter.result == COMPLEX else PART_DTYPE[dtype]
+        module = getattr(run, "module", None)  # what engine.load_kernel returns carries its module
+        kernel = launcher.launcher(getattr(module, f"{adapter.op}_kernel")) if module is not None else None
+        # interpreted kernels run one at a time through `run` (engine._one_at_a_time)
+        self.kernel = kernel if kernel is not None and kernel.direct else None
+        self.block = module.BLOCK if module is not None else None
+
+    def __call__(self, args: tuple, kwargs: dict):
+        if self.declines is not None and self.declines(args, kwargs):
+            return NotImplemented
+        values = self.values(args, kwargs)
+        tensors = [values[i] for i in self.tensor_at]
+        scalars = []
+        for i in self.number_at:
+            try:
+                number = complex(values[i])
+            except OverflowError:
+                return NotImplemented
+            scalars += (number.real, number.imag)
+        first = tensors[0]
+        if not self.on_device(first):
+            return NotImplemented
+        device, shape = first.device, first.shape
+        same_shape = contiguous = first.is_contiguous()
+        if len(tensors) > 1:
+            for t in tensors:
+                if t.device != device:
+                    return NotImplemented
+                same_shape = same_shape and t.shape == shape
+                contiguous = contiguous and t.is_contiguous()
+        if not same_shape:
+            try:
+                shape = broadcast_shape(*(t.shape for t in tensors))
+            except RuntimeError:
+                return NotImplemented  # the fallback path raises ATen's own message
+        out = self.written(args, kwargs) if self.written is not None else None
+        if out is not None:
+            if out.device != device or (self.inplace and out.shape != shape):
+                return NotImplemented
+            common.resize_output(out, shape)
+            if not writable(out, tensors):
+                return NotImplemented
+        # Triton launches on the current CUDA device: another one's tensors go through `run`, which switches
+        if (contiguous and same_shape and self.kernel is not None and (out is None or out.is_contiguous())
+                and not (first.is_cuda and device.index != torch.cuda.current_device())):
+            # empty_like: a contiguous tensor's layout, without parsing a shape (about 1 us less than empty)
+            result = out if out is not None else torch.empty_like(tensors[self.like], dtype=self.result_dtype)
+            numel = result.numel()
+            if numel:
+                # routed calls hold real tensors: no wrap_triton (as the engine runs a module's `run`)
+                _launch_contiguous(self.kernel, self.block, numel, (*tensors, result), scalars, eager=True)
+            return result
+        return self._through_run(values, scalars, out)
+
+    def _through_run(self, values, scalars, out):
+        numbers = iter(scalars)
+        module_args = []
+        for i, value in enumerate(values):
+            module_args += (next(numbers), next(numbers)) if i in self.number_slots else (value,)
+        if out is None:
+            return self.run(*module_args)
+        self.run(*module_args, out)
+        return out
+
+
+def writable(out: torch.Tensor, inputs) -> bool:
+    """Whether a kernel may write `out` while reading `inputs`: no element of out is stored twice (expanded
+    dims), and each input is out itself or shares none of its memory (ATen refuses partial overlaps)."""
+    if not out.is_contiguous() and any(st == 0 and n > 1 for n, st in zip(out.shape, out.stride())):
+        return False
+    out_span = _byte_span(out)
+    for t in inputs:
+        same_view = t.data_ptr() == out.data_ptr() and t.dtype == out.dtype and t.shape == out.shape
+        if same_view and t.stride() == out.stride():
+            continue
+        span = _byte_span(t)
+        if out_span and span and span[0] < out_span[1] and out_span[0] < span[1]:
+            return False
+    return True
+
+
+def _byte_span(t: torch.Tensor):
+    if t.numel() == 0:
+        return None
+    start = t.data_ptr()
+    if t.is_contiguous():
+        return start, start + t.numel() * t.element_size()
+    return start, start + (sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1) * t.element_size()
