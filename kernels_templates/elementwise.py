@@ -343,37 +343,30 @@ def _launch_contiguous(kernel, block, numel, tensors, scalars, eager: bool = Fal
     argument for argument, without collapsing dims. Equal arguments keep Triton's specialization, so kernels
     compiled ahead of time (jitdtypes warm --arch) still match.
 
-    The element count, each tensor's dtype and alignment, and the scalars' types determine every argument's
-    specialization here, so a Launcher keeps the launch under them and repeats it with the complex tensors
-    themselves as pointers (launcher.Launcher.launch_known), skipping the views and Triton's own key. eager: the
-    caller holds real tensors outside any tracing (an adapter's plan, not a module's `run`)."""
+    The element count, the tensors' dtypes and alignments and the scalars' types determine every argument's
+    specialization here, so a Launcher repeats the launch with the complex tensors themselves as pointers
+    (launcher.Launcher.launch_pointers). eager: the caller holds real tensors outside any tracing (an adapter's
+    plan, not a module's `run`)."""
     stride = 1 if numel > 1 else 0  # collapse_dims leaves [numel] with stride 1, or [1] with stride 0
-    args, key = [], [numel]
+    args = []
     for t in tensors:
         args += (t, stride, 0, 0, 0)
-        key += (t.dtype, t.data_ptr() & 15)
-    wide = numel >= INT32_LIMIT or (2 * numel >= INT32_LIMIT and any(t.is_complex() for t in tensors))
     args += (*scalars, numel, 1, 1, 1)
-    key.append(wide)
-    if scalars:
-        key += map(type, scalars)
-    key, grid = tuple(key), ((numel + block - 1) // block,)
-    known = getattr(kernel, "launch_known", None)
-    if known is not None and known(key, grid, args, eager):
-        return
-    for i, t in enumerate(tensors):
-        if t.is_complex():
-            args[5 * i] = torch.view_as_real(t)
-    constexprs = {"BLOCK": block, "WIDE": wide, "num_warps": NUM_WARPS, **_all_dense(len(tensors))}
-    if known is not None:
-        (launcher.eager_calls(kernel.launch) if eager else kernel.launch)(grid, tuple(args), constexprs, keep=key)
+    wide = numel >= INT32_LIMIT or (2 * numel >= INT32_LIMIT and any(t.is_complex() for t in tensors))
+    constexprs = _constexprs(block, wide, len(tensors))
+    grid = ((numel + block - 1) // block,)
+    if kernel.__class__ is launcher.Launcher:
+        key = (numel, wide, *map(type, scalars)) if scalars else (numel, wide)
+        kernel.launch_pointers(key, grid, args, constexprs, eager, tensors)
     else:
-        kernel[grid](*args, **constexprs)
+        views = [torch.view_as_real(a) if isinstance(a, torch.Tensor) and a.is_complex() else a for a in args]
+        kernel[grid](*views, **constexprs)
 
 
 @functools.lru_cache(maxsize=None)
-def _all_dense(count: int) -> dict:
-    return {f"DENSE{i}": True for i in range(count)}
+def _constexprs(block: int, wide: bool, count: int) -> dict:
+    """A contiguous launch's keyword arguments (shared: callers only read them)."""
+    return {"BLOCK": block, "WIDE": wide, "num_warps": NUM_WARPS, **{f"DENSE{i}": True for i in range(count)}}
 COMPLEX_OF_PART = {part: common.DTYPES[name] for name, part in PART_DTYPE.items() if name in common.DTYPES}
 
 

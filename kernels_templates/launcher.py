@@ -127,7 +127,24 @@ class Launcher:
                      knobs.runtime.launch_exit_hook, *bound)
         return compiled
 
-    def launch_known(self, key, grid: tuple, args: tuple, eager: bool = False) -> bool:
+    def launch_pointers(self, key, grid: tuple, args, kwargs: dict, eager: bool = False, tensors=None):
+        """Launch with complex tensors among `args` standing for their view_as_real (a pointer's address is all
+        the C launcher reads): the launch kept under `key` plus each tensor's dtype and alignment, else the one
+        `launch` makes with the views, kept. The caller guarantees that `key` (its geometry: shapes, strides,
+        device) and those determine every other argument, so equal keys mean one specialization. eager: see
+        launch_known; tensors: the tensors among `args`, in order, when the caller has them at hand."""
+        kept = None
+        if eager or not traced():  # traced tensors (fake ones) have no addresses
+            kept = [key]
+            for t in tensors if tensors is not None else (a for a in args if isinstance(a, _Tensor)):
+                kept += (t.dtype, t.data_ptr() & 15)
+            kept = tuple(kept)
+            if self.launch_known(kept, grid, args, eager):
+                return
+        views = tuple(torch.view_as_real(a) if isinstance(a, _Tensor) and a.is_complex() else a for a in args)
+        (eager_calls(self.launch) if eager else self.launch)(grid, views, kwargs, keep=kept)
+
+    def launch_known(self, key, grid: tuple, args, eager: bool = False) -> bool:
         """Launch the specialization kept under the caller's `key` (see `launch`) with these positional
         arguments, as the direct path would; False, launching nothing, when there is none for the current
         device and debug knobs, or when the call must take Triton's path (traced, hooks set). eager: the caller

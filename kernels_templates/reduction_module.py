@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 from jitdtypes.kernels_templates.common import cdiv, next_power_of_2
-from jitdtypes.kernels_templates.launcher import launcher
+from jitdtypes.kernels_templates.launcher import launcher, traced
 
 MUTATES = $mutates
 
@@ -128,16 +128,18 @@ def _splits(kept_programs, chunks, device):
     return cdiv(min(cdiv(2 * fill, kept_programs), chunks), SPLIT_MULTIPLE) * SPLIT_MULTIPLE
 
 
-def _launch(x, dims, outputs, scalars):
-    parts = torch.view_as_real(x)
-    sizes, strides = list(x.shape), list(parts.stride())[:-1]
-    kept = [d for d in range(x.dim()) if d not in dims]
+@functools.lru_cache(maxsize=512)
+def _geometry(sizes, strides, dims, device):
+    """What a launch over x (sizes, strides in complex elements) reducing `dims` takes besides pointers and
+    scalars: (grid programs, splits, the geometry arguments, the block constexprs, the split chunk), or None when
+    more dims survive collapsing than the kernel indexes. Computed once per shape, layout and device."""
+    strides = [2 * stride for stride in strides]  # in parts
+    kept = [d for d in range(len(sizes)) if d not in dims]
     reduced = sorted(dims, key=lambda d: -abs(strides[d]))
     kept_sizes, (kept_strides,) = collapse_dims([sizes[d] for d in kept], [strides[d] for d in kept])
     reduced_sizes, (reduced_strides,) = collapse_dims([sizes[d] for d in reduced], [strides[d] for d in reduced])
     if len(kept_sizes) > KEPT_DIMS or len(reduced_sizes) > REDUCED_DIMS:
-        flat = x.permute(kept + reduced).contiguous()
-        return _launch(flat, list(range(len(kept), x.dim())), outputs, scalars)
+        return None
     n_kept, n_reduced = math.prod(kept_sizes), math.prod(reduced_sizes)
     reduced_block_cap = next_power_of_2(max(n_reduced, 1))
     if _fastest(reduced_strides) <= _fastest(kept_strides):
@@ -150,26 +152,41 @@ def _launch(x, dims, outputs, scalars):
         order = "kept pairs" if kept_strides == [2] else "strided"
     kept_programs = cdiv(n_kept, kept_block)
     chunks = cdiv(n_reduced, reduced_block)
-    splits = _splits(kept_programs, chunks, x.device)
+    splits = _splits(kept_programs, chunks, device)
     kept_sizes, kept_strides = _padded(kept_sizes, kept_strides, KEPT_DIMS)
     reduced_sizes, reduced_strides = _padded(reduced_sizes, reduced_strides, REDUCED_DIMS)
-    pointers = [torch.view_as_real(out) if out.is_complex() else out for out in outputs]
     geometry = (n_kept, n_reduced, splits, reduced_block * cdiv(chunks, splits), *kept_sizes[1:],
                 *kept_strides, *reduced_sizes[1:], *reduced_strides)
     blocks = dict(KEPT_BLOCK=kept_block, REDUCED_BLOCK=reduced_block, ORDER=order, num_warps=NUM_WARPS)
-    if splits == 1:
-        launcher(_reduce_kernel)[(kept_programs, 1)](
-            parts, *pointers, *scalars, parts, *geometry, SPLIT_CHUNK=1, PHASE=0, **blocks)
-        return
-    partials = torch.empty((PARTIAL_VALUES, kept_programs, splits, kept_block), dtype=torch.float32,
-                           device=x.device)
     split_chunk = min(next_power_of_2(splits), max(1, TILE // kept_block))
+    return kept_programs, splits, geometry, blocks, split_chunk
+
+
+def _launch(x, dims, outputs, scalars):
+    """Complex tensors go to the launcher as they are: it reads them through view_as_real
+    (launcher.Launcher.launch_pointers)."""
+    key = (x.shape, x.stride(), tuple(dims), x.device)
+    found = _geometry.__wrapped__(*key) if traced() else _geometry(*key)  # traced sizes may be symbolic
+    if found is None:
+        kept = [d for d in range(x.dim()) if d not in dims]
+        reduced = sorted(dims, key=lambda d: -abs(x.stride(d)))
+        flat = x.permute(kept + reduced).contiguous()
+        return _launch(flat, list(range(len(kept), x.dim())), outputs, scalars)
+    kept_programs, splits, geometry, blocks, split_chunk = found
+    key += tuple(map(type, scalars))
+    if splits == 1:
+        launcher(_reduce_kernel).launch_pointers(
+            key, (kept_programs, 1), (x, *outputs, *scalars, x, *geometry), dict(SPLIT_CHUNK=1, PHASE=0, **blocks))
+        return
+    partials = torch.empty((PARTIAL_VALUES, kept_programs, splits, blocks["KEPT_BLOCK"]), dtype=torch.float32,
+                           device=x.device)
     for phase in range(1, PHASES + 1):
-        launcher(_reduce_kernel)[(kept_programs, splits)](
-            parts, *pointers, *scalars, partials, *geometry, SPLIT_CHUNK=split_chunk, PHASE=phase, **blocks)
-    launcher(_finish_kernel)[(kept_programs,)](
-        partials, *pointers, *scalars, n_kept, n_reduced, splits, KEPT_BLOCK=kept_block, SPLIT_CHUNK=split_chunk,
-        num_warps=FINISH_WARPS)
+        launcher(_reduce_kernel).launch_pointers(
+            (key, phase), (kept_programs, splits), (x, *outputs, *scalars, partials, *geometry),
+            dict(SPLIT_CHUNK=split_chunk, PHASE=phase, **blocks))
+    launcher(_finish_kernel).launch_pointers(
+        key, (kept_programs,), (partials, *outputs, *scalars, *geometry[:3]),
+        dict(KEPT_BLOCK=blocks["KEPT_BLOCK"], SPLIT_CHUNK=split_chunk, num_warps=FINISH_WARPS))
 
 
 def run(x: torch.Tensor, dims: list[int], $run_scalars$run_outputs) -> None:

@@ -31,6 +31,7 @@ opposite sign would cancel.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import textwrap
@@ -362,6 +363,11 @@ def _correction(call: dict) -> float:
     return 1.0 if call.get("correction") is None else float(call["correction"])
 
 
+@functools.lru_cache(maxsize=None)
+def _output_names(name: str) -> tuple[str, ...]:
+    return tuple(a for a, kwarg_only, _ in common.schema_arguments(name) if kwarg_only and a.startswith("out"))
+
+
 def _reduction_adapter(op: str, name: str):
     def adapter(load, args, kwargs, device_type):
         plain = common.plain_self_call(name, args, kwargs)
@@ -387,14 +393,14 @@ def _reduction_adapter(op: str, name: str):
         specs = [(shape, x.dtype)] if op in COMPLEX_RESULT_OPS else [(shape, real)]
         if op.endswith("_mean"):
             specs.append((shape, x.dtype))
-        output_names = [a for a, kwarg_only, _ in common.schema_arguments(name) if kwarg_only and a.startswith("out")]
+        output_names = _output_names(name)
         if output_names:
             outs = [call[o] for o in output_names]
             if not prepare_outs(outs, specs, x):
                 return NotImplemented
         else:
             outs = [torch.empty(s, dtype=d, device=x.device) for s, d in specs]
-        load(params)(x, dims, *scalars, *outs)
+        load(params, (op, dtype, params.get("ord")))(x, dims, *scalars, *outs)
         return tuple(outs) if len(outs) > 1 else outs[0]
 
     adapter.__name__ = adapter.__qualname__ = f"adapt_{name.removeprefix('aten::').replace('.', '_')}"

@@ -53,7 +53,7 @@ import torch
 import triton
 import triton.language as tl
 from jitdtypes.kernels_templates.common import cdiv, next_power_of_2
-from jitdtypes.kernels_templates.launcher import launcher
+from jitdtypes.kernels_templates.launcher import launcher, traced
 
 MUTATES = ("out",)
 
@@ -231,18 +231,19 @@ def _splits(kept_programs, chunks, device):
     return cdiv(min(cdiv(2 * fill, kept_programs), chunks), SPLIT_MULTIPLE) * SPLIT_MULTIPLE
 
 
-def _launch(x, dim, out):
-    parts, out_parts = torch.view_as_real(x), torch.view_as_real(out)
-    sizes = list(x.shape) or [1]
-    x_strides, out_strides = list(parts.stride())[:-1] or [0], list(out_parts.stride())[:-1] or [0]
+@functools.lru_cache(maxsize=512)
+def _geometry(sizes, x_strides, out_strides, dim, device):
+    """What a scan of x into out along `dim` takes besides pointers (sizes and strides in complex elements):
+    (grid programs, splits, the range totals' arguments, the scan's arguments, the block constexprs, the split
+    chunk), or None when more kept dims survive collapsing than the kernel indexes. Computed once per shape,
+    layouts and device."""
+    sizes = list(sizes) or [1]
+    x_strides, out_strides = [2 * st for st in x_strides] or [0], [2 * st for st in out_strides] or [0]
     kept = [d for d in range(len(sizes)) if d != dim]
     kept_sizes, (x_kept, out_kept) = collapse_dims(
         [sizes[d] for d in kept], [x_strides[d] for d in kept], [out_strides[d] for d in kept])
     if len(kept_sizes) > KEPT_DIMS:
-        contiguous = torch.empty(x.shape, dtype=out.dtype, device=out.device)
-        _launch(x.contiguous(), dim, contiguous)
-        out.copy_(contiguous)
-        return
+        return None
     n_kept, n_scanned = math.prod(kept_sizes), sizes[dim]
     scan_block_cap = next_power_of_2(n_scanned)
     if abs(x_strides[dim]) <= _fastest(x_kept):
@@ -255,20 +256,37 @@ def _launch(x, dim, out):
         order = "kept pairs" if x_kept == out_kept == [2] else "strided"
     kept_programs = cdiv(n_kept, kept_block)
     chunks = cdiv(n_scanned, scan_block)
-    splits = _splits(kept_programs, chunks, x.device)
+    splits = _splits(kept_programs, chunks, device)
     per_split = scan_block * cdiv(chunks, splits)
     padding = KEPT_DIMS - len(kept_sizes)
     kept_sizes, x_kept, out_kept = kept_sizes + [1] * padding, x_kept + [0] * padding, out_kept + [0] * padding
     blocks = dict(KEPT_BLOCK=kept_block, SCAN_BLOCK=scan_block, ORDER=order, num_warps=NUM_WARPS)
-    totals = parts
+    totals_arguments = (n_kept, n_scanned, per_split, *kept_sizes[1:], *x_kept, x_strides[dim])
+    scan_arguments = (n_kept, n_scanned, splits, per_split, *kept_sizes[1:], *x_kept, *out_kept, x_strides[dim],
+                      out_strides[dim])
+    split_chunk = min(next_power_of_2(splits), max(1, TILE // kept_block))
+    return kept_programs, splits, totals_arguments, scan_arguments, blocks, split_chunk
+
+
+def _launch(x, dim, out):
+    """Complex tensors go to the launcher as they are: it reads them through view_as_real
+    (launcher.Launcher.launch_pointers)."""
+    key = (x.shape, x.stride(), out.stride(), dim, x.device)
+    found = _geometry.__wrapped__(*key) if traced() else _geometry(*key)  # traced sizes may be symbolic
+    if found is None:
+        contiguous = torch.empty(x.shape, dtype=out.dtype, device=out.device)
+        _launch(x.contiguous(), dim, contiguous)
+        out.copy_(contiguous)
+        return
+    kept_programs, splits, totals_arguments, scan_arguments, blocks, split_chunk = found
+    totals = x
     if splits > 1:
-        totals = torch.empty((kept_programs, splits, kept_block, 2), dtype=torch.float32, device=x.device)
-        launcher(_range_totals_kernel)[(kept_programs, splits)](
-            parts, totals, n_kept, n_scanned, per_split, *kept_sizes[1:], *x_kept, x_strides[dim], **blocks)
-    launcher(_scan_kernel)[(kept_programs, splits)](
-        parts, out_parts, totals, n_kept, n_scanned, splits, per_split, *kept_sizes[1:], *x_kept, *out_kept,
-        x_strides[dim], out_strides[dim], SPLIT=splits > 1,
-        SPLIT_CHUNK=min(next_power_of_2(splits), max(1, TILE // kept_block)), **blocks)
+        totals = torch.empty((kept_programs, splits, blocks["KEPT_BLOCK"], 2), dtype=torch.float32, device=x.device)
+        launcher(_range_totals_kernel).launch_pointers(
+            key, (kept_programs, splits), (x, totals, *totals_arguments), blocks)
+    launcher(_scan_kernel).launch_pointers(
+        key, (kept_programs, splits), (x, out, totals, *scan_arguments),
+        dict(SPLIT=splits > 1, SPLIT_CHUNK=split_chunk, **blocks))
 
 
 def run(x: torch.Tensor, dim: int, out: torch.Tensor) -> None:
@@ -387,7 +405,7 @@ def _scan_adapter(op: str, name: str):
                 return NotImplemented
         else:
             out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        load({"op": op, "dtype": dtype})(x, dim, out)
+        load({"op": op, "dtype": dtype}, (op, dtype))(x, dim, out)
         return out
 
     adapter.__name__ = adapter.__qualname__ = f"adapt_{name.removeprefix('aten::').replace('.', '_')}"
