@@ -357,7 +357,7 @@ def _launch_contiguous(kernel, block, numel, tensors, scalars, eager: bool = Fal
     grid = ((numel + block - 1) // block,)
     if kernel.__class__ is launcher.Launcher:
         key = (numel, wide, *map(type, scalars)) if scalars else (numel, wide)
-        kernel.launch_pointers(key, grid, args, constexprs, eager, tensors)
+        kernel.launch_pointers(key, grid, args, constexprs, tensors, eager)
     else:
         views = [torch.view_as_real(a) if isinstance(a, torch.Tensor) and a.is_complex() else a for a in args]
         kernel[grid](*views, **constexprs)
@@ -370,20 +370,10 @@ def _constexprs(block: int, wide: bool, count: int) -> dict:
 COMPLEX_OF_PART = {part: common.DTYPES[name] for name, part in PART_DTYPE.items() if name in common.DTYPES}
 
 
-def broadcast_shape(*shapes):
-    """torch.broadcast_shapes without its cost (about 7 us, in torch._refs) when the shapes are equal, as in
-    most calls."""
-    first = shapes[0]
-    for other in shapes[1:]:
-        if other != first:
-            return torch.broadcast_shapes(*shapes)
-    return first
-
-
 def output_shape(*shapes):
     """The shape a module's `run` allocates: traced calls (symbolic sizes) take torch.broadcast_shapes, which
     adds no guards on sizes being equal."""
-    return torch.broadcast_shapes(*shapes) if launcher.traced() else broadcast_shape(*shapes)
+    return torch.broadcast_shapes(*shapes) if launcher.traced() else common.broadcast_shape(*shapes)
 
 
 def _launch(kernel, block, shape, numel, inputs, outputs, scalars) -> None:

@@ -17,7 +17,8 @@ import operator
 import torch
 
 from . import common, launcher
-from .elementwise import BOOL, COMPLEX, INTERLEAVED, PART_DTYPE, SCALAR, _launch_contiguous, broadcast_shape
+from .common import broadcast_shape
+from .elementwise import BOOL, COMPLEX, INTERLEAVED, PART_DTYPE, SCALAR, _launch_contiguous
 
 NUMBER_TYPES = (bool, int, float, complex)
 

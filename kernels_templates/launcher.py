@@ -127,16 +127,16 @@ class Launcher:
                      knobs.runtime.launch_exit_hook, *bound)
         return compiled
 
-    def launch_pointers(self, key, grid: tuple, args, kwargs: dict, eager: bool = False, tensors=None):
+    def launch_pointers(self, key, grid: tuple, args, kwargs: dict, tensors, eager: bool = False):
         """Launch with complex tensors among `args` standing for their view_as_real (a pointer's address is all
-        the C launcher reads): the launch kept under `key` plus each tensor's dtype and alignment, else the one
-        `launch` makes with the views, kept. The caller guarantees that `key` (its geometry: shapes, strides,
-        device) and those determine every other argument, so equal keys mean one specialization. eager: see
-        launch_known; tensors: the tensors among `args`, in order, when the caller has them at hand."""
+        the C launcher reads): the launch kept under `key` plus the dtype and alignment of each of `tensors`
+        (the tensors among `args`), else the one `launch` makes with the views, kept. The caller guarantees that
+        `key` (its geometry: shapes, strides, device, the scalars' types) and those determine every other
+        argument, so equal keys mean one specialization. eager: see launch_known."""
         kept = None
         if eager or not traced():  # traced tensors (fake ones) have no addresses
             kept = [key]
-            for t in tensors if tensors is not None else (a for a in args if isinstance(a, _Tensor)):
+            for t in tensors:
                 kept += (t.dtype, t.data_ptr() & 15)
             kept = tuple(kept)
             if self.launch_known(kept, grid, args, eager):

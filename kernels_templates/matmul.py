@@ -32,7 +32,7 @@ import triton
 import triton.language as tl
 
 from jitdtypes.kernels_templates.common import cdiv
-from jitdtypes.kernels_templates.launcher import launcher
+from jitdtypes.kernels_templates.launcher import launcher, traced
 
 MUTATES = ("out",)
 CONJ_A = $conj_a
@@ -295,30 +295,25 @@ def launch(a, b, out, c, alpha, beta):
     """Real [batch, rows, cols, 2] views: out = alpha * op(a) @ op(b) (+ beta * c unless c is None)."""
     batch, m, k = a.shape[:3]
     n = out.shape[2]
-    conj_a, conj_b = CONJ_A, CONJ_B
-    form = "pairs" if min(m, n) <= THIN else "blocks"
-    if form == "blocks":
-        if not pairs_along_k(a) and pairs_along_k(b.transpose(1, 2)):
-            # out^T = op(b)^T op(a)^T: b^T has its pairs along K, a^T becomes the expanded right operand
-            a, b, out = b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2)
-            c = None if c is None else c.transpose(1, 2)
-            m, n, conj_a, conj_b = n, m, conj_b, conj_a
-        if not pairs_along_k(a):
-            a = a.contiguous()
-        b = real_blocks(b, conj_a, conj_b)
     scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
+    if min(m, n) <= THIN:
+        return _launch_pairs(a, b, out, c, batch, m, n, k, scalars)
+    conj_a, conj_b = CONJ_A, CONJ_B
+    if not pairs_along_k(a) and pairs_along_k(b.transpose(1, 2)):
+        # out^T = op(b)^T op(a)^T: b^T has its pairs along K, a^T becomes the expanded right operand
+        a, b, out = b.transpose(1, 2), a.transpose(1, 2), out.transpose(1, 2)
+        c = None if c is None else c.transpose(1, 2)
+        m, n, conj_a, conj_b = n, m, conj_b, conj_a
+    if not pairs_along_k(a):
+        a = a.contiguous()
+    b = real_blocks(b, conj_a, conj_b)
     has_c = c is not None
     c = out if c is None else c
-    flags = dict(
-        FORM=form, MIXED_CONJ=conj_a != conj_b, CONJ_RESULT=conj_b,
-        REAL_SCALARS=alpha.imag == 0 and beta.imag == 0,
-        HAS_C=has_c, C_UNIT=n == 1 or c.stride(2) == 2, OUT_UNIT=n == 1 or out.stride(2) == 2,
-    )
-    flags["A_K_INNER"], flags["A_UNIT"] = read_order(m, k, a.stride(1), a.stride(2))
-    flags["B_N_INNER"], flags["B_UNIT"] = read_order(k, n, b.stride(1), b.stride(2))
+    flags = _flags("blocks", conj_a, conj_b, m, n, k, a.stride(), b.stride(), c.stride(), out.stride(), has_c,
+                   alpha.imag == 0 and beta.imag == 0)
     strides = (*a.stride()[:3], *b.stride()[:3], *c.stride()[:3], *out.stride()[:3])
     shape_class = (m.bit_length() << 24) | (n.bit_length() << 16) | (k.bit_length() << 8) | min(batch, 255)
-    tuned = tuned_gemm(out.device) if form == "blocks" else None
+    tuned = tuned_gemm(out.device)
     config = choose_config(batch, m, n, k, out.device)
     programs = batch * cdiv(m, config["BLOCK_M"]) * cdiv(n, config["BLOCK_N"])
     k_per_split = choose_k_split(programs, k, config["BLOCK_K"], out.device)
@@ -336,11 +331,65 @@ def launch(a, b, out, c, alpha, beta):
         SPLIT_K=splits > 1, **flags, **config,
     )
     if splits > 1:
-        epilogue = {name: flags[name] for name in ("REAL_SCALARS", "HAS_C", "C_UNIT", "OUT_UNIT")}
-        launcher(finish_split_kernel)[(programs,)](
-            partials, c, out, m, n, splits, *partials.stride()[:3], *c.stride()[:3], *out.stride()[:3], *scalars,
-            **epilogue, BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], GROUP_M=config["GROUP_M"],
-        )
+        _finish_split(None, programs, partials, c, out, m, n, splits, scalars, flags, config)
+
+
+def _flags(form, conj_a, conj_b, m, n, k, a_strides, b_strides, c_strides, out_strides, has_c, real_scalars):
+    flags = dict(
+        FORM=form, MIXED_CONJ=conj_a != conj_b, CONJ_RESULT=conj_b, REAL_SCALARS=real_scalars,
+        HAS_C=has_c, C_UNIT=n == 1 or c_strides[2] == 2, OUT_UNIT=n == 1 or out_strides[2] == 2,
+    )
+    flags["A_K_INNER"], flags["A_UNIT"] = read_order(m, k, a_strides[1], a_strides[2])
+    flags["B_N_INNER"], flags["B_UNIT"] = read_order(k, n, b_strides[1], b_strides[2])
+    return flags
+
+
+@functools.lru_cache(maxsize=512)
+def _pairs_geometry(batch, m, n, k, a_strides, b_strides, c_strides, out_strides, has_c, real_scalars, device):
+    """Everything a thin product's launches take besides pointers and scalars, once per shape, layout and device:
+    (programs, splits, integer arguments, constexprs, partials' shape)."""
+    flags = _flags("pairs", CONJ_A, CONJ_B, m, n, k, a_strides, b_strides, c_strides, out_strides, has_c,
+                   real_scalars)
+    shape_class = (m.bit_length() << 24) | (n.bit_length() << 16) | (k.bit_length() << 8) | min(batch, 255)
+    config = choose_config(batch, m, n, k, device)
+    programs = batch * cdiv(m, config["BLOCK_M"]) * cdiv(n, config["BLOCK_N"])
+    k_per_split = choose_k_split(programs, k, config["BLOCK_K"], device)
+    splits = cdiv(k, k_per_split) if k_per_split < k else 1
+    partials_shape = (splits, batch, m, 2 * n) if splits > 1 else None
+    partials_strides = (batch * m * 2 * n, m * 2 * n, 2 * n) if splits > 1 else out_strides[:3]
+    integers = (m, n, k, k_per_split, shape_class, *a_strides[:3], *b_strides[:3], *c_strides[:3], *out_strides[:3],
+                *partials_strides)
+    return programs, splits, integers, dict(SPLIT_K=splits > 1, **flags, **config), partials_shape
+
+
+def _launch_pairs(a, b, out, c, batch, m, n, k, scalars):
+    """A thin product (min(m, n) <= THIN), the small ones among them: geometry from _pairs_geometry, launches
+    kept under it (launcher.Launcher.launch_pointers)."""
+    has_c = c is not None
+    c = out if c is None else c
+    key = (batch, m, n, k, a.stride(), b.stride(), c.stride(), out.stride(), has_c,
+           scalars[1] == 0 and scalars[3] == 0, out.device)
+    programs, splits, integers, constexprs, partials_shape = (
+        _pairs_geometry.__wrapped__(*key) if traced() else _pairs_geometry(*key))  # traced sizes may be symbolic
+    partials = out
+    if splits > 1:
+        partials = torch.empty(partials_shape, dtype=torch.float32, device=out.device)
+    launcher(complex_matmul_kernel).launch_pointers(
+        key, (programs, splits), (a, b, c, out, partials, *integers, *scalars), constexprs,
+        (a, b, c, out, partials))
+    if splits > 1:
+        _finish_split(key, programs, partials, c, out, m, n, splits, scalars, constexprs, constexprs)
+
+
+def _finish_split(key, programs, partials, c, out, m, n, splits, scalars, flags, config):
+    """Sum the K-split partials into out (key: the geometry the launch is kept under, or None)."""
+    epilogue = {name: flags[name] for name in ("REAL_SCALARS", "HAS_C", "C_UNIT", "OUT_UNIT")}
+    args = (partials, c, out, m, n, splits, *partials.stride()[:3], *c.stride()[:3], *out.stride()[:3], *scalars)
+    constexprs = dict(**epilogue, BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], GROUP_M=config["GROUP_M"])
+    if key is None:
+        launcher(finish_split_kernel)[(programs,)](*args, **constexprs)
+    else:
+        launcher(finish_split_kernel).launch_pointers(key, (programs,), args, constexprs, args[:3])
 
 
 def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torch.Tensor],
@@ -524,7 +573,7 @@ def _complex_product(load, form: _Form, a, b, *, bias=None, beta=0, alpha=1, out
         if in_place and bias.shape != result_shape:
             return NotImplemented
         try:
-            if torch.broadcast_shapes(bias.shape, result_shape) != result_shape:
+            if common.broadcast_shape(bias.shape, result_shape) != result_shape:
                 return NotImplemented
         except RuntimeError:
             return NotImplemented
@@ -545,7 +594,8 @@ def _complex_product(load, form: _Form, a, b, *, bias=None, beta=0, alpha=1, out
     if addend is not None and _same_view(addend, written):
         addend = None  # the kernel reads the addend from out itself, which is safe tile by tile
 
-    run = load({"op": "matmul", "dtype": common.dtype_name(a), "conj_a": a_conj != conj_a, "conj_b": b_conj})
+    params = {"op": "matmul", "dtype": common.dtype_name(a), "conj_a": a_conj != conj_a, "conj_b": b_conj}
+    run = load(params, tuple(params.values()))
     run(a3, b3, written[form.lift_result], None if addend is None else addend[form.lift_result],
         alpha.real, alpha.imag, beta.real, beta.imag)
     if written is not target:

@@ -176,17 +176,19 @@ def _launch(x, dims, outputs, scalars):
     key += tuple(map(type, scalars))
     if splits == 1:
         launcher(_reduce_kernel).launch_pointers(
-            key, (kept_programs, 1), (x, *outputs, *scalars, x, *geometry), dict(SPLIT_CHUNK=1, PHASE=0, **blocks))
+            key, (kept_programs, 1), (x, *outputs, *scalars, x, *geometry), dict(SPLIT_CHUNK=1, PHASE=0, **blocks),
+            (x, *outputs, x))
         return
     partials = torch.empty((PARTIAL_VALUES, kept_programs, splits, blocks["KEPT_BLOCK"]), dtype=torch.float32,
                            device=x.device)
     for phase in range(1, PHASES + 1):
         launcher(_reduce_kernel).launch_pointers(
             (key, phase), (kept_programs, splits), (x, *outputs, *scalars, partials, *geometry),
-            dict(SPLIT_CHUNK=split_chunk, PHASE=phase, **blocks))
+            dict(SPLIT_CHUNK=split_chunk, PHASE=phase, **blocks), (x, *outputs, partials))
     launcher(_finish_kernel).launch_pointers(
         key, (kept_programs,), (partials, *outputs, *scalars, *geometry[:3]),
-        dict(KEPT_BLOCK=blocks["KEPT_BLOCK"], SPLIT_CHUNK=split_chunk, num_warps=FINISH_WARPS))
+        dict(KEPT_BLOCK=blocks["KEPT_BLOCK"], SPLIT_CHUNK=split_chunk, num_warps=FINISH_WARPS),
+        (partials, *outputs))
 
 
 def run(x: torch.Tensor, dims: list[int], $run_scalars$run_outputs) -> None:

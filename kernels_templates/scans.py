@@ -283,10 +283,10 @@ def _launch(x, dim, out):
     if splits > 1:
         totals = torch.empty((kept_programs, splits, blocks["KEPT_BLOCK"], 2), dtype=torch.float32, device=x.device)
         launcher(_range_totals_kernel).launch_pointers(
-            key, (kept_programs, splits), (x, totals, *totals_arguments), blocks)
+            key, (kept_programs, splits), (x, totals, *totals_arguments), blocks, (x, totals))
     launcher(_scan_kernel).launch_pointers(
         key, (kept_programs, splits), (x, out, totals, *scan_arguments),
-        dict(SPLIT=splits > 1, SPLIT_CHUNK=split_chunk, **blocks))
+        dict(SPLIT=splits > 1, SPLIT_CHUNK=split_chunk, **blocks), (x, out, totals))
 
 
 def run(x: torch.Tensor, dim: int, out: torch.Tensor) -> None:
