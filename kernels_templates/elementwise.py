@@ -352,7 +352,8 @@ def _launch_contiguous(kernel, block, numel, tensors, scalars, eager: bool = Fal
     for t in tensors:
         args += (t, stride, 0, 0, 0)
     args += (*scalars, numel, 1, 1, 1)
-    wide = numel >= INT32_LIMIT or (2 * numel >= INT32_LIMIT and any(t.is_complex() for t in tensors))
+    # a constexpr: under symbolic tracing, bool() guards on it rather than passing a symbolic one along
+    wide = bool(numel >= INT32_LIMIT or (2 * numel >= INT32_LIMIT and any(t.is_complex() for t in tensors)))
     constexprs = _constexprs(block, wide, len(tensors))
     grid = ((numel + block - 1) // block,)
     if kernel.__class__ is launcher.Launcher:

@@ -330,7 +330,9 @@ def prepare_outs(outs, specs, like: torch.Tensor, *, may_alias: bool = False) ->
 
 def _reduced_dims(x: torch.Tensor, dim) -> list[int] | None:
     """ATen's dims in ascending non-negative form: None or [] is every dim; None where ATen would raise."""
-    dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if dim is None or (dim.__class__ in (list, tuple) and not dim):  # the common full reduction, quickly
+        return list(range(x.dim()))
+    dims = [dim] if isinstance(dim, int) else list(dim)
     rank = max(x.dim(), 1)
     if any(not -rank <= d < rank for d in dims):
         return None

@@ -50,7 +50,7 @@ def compare() -> dict:
     received: list[tuple] = []
     inputs: list = []  # the tensors of the call being recorded
     families = aot.families()
-    result = {"cases": 0, "equal": 0, "direct_launches": 0, "families": [], "unequal": []}
+    result = {"cases": 0, "equal": 0, "direct_launches": 0, "families": [], "unequal": [], "traced": []}
     workspace = Path(tempfile.mkdtemp(prefix="jitdtypes-launcher-test-"))
     with launching_nothing("sm_90"):
         handles = CompiledKernel._init_handles
@@ -88,6 +88,7 @@ def compare() -> dict:
                     result["direct_launches"] += sum(launcher.launcher(k).direct_launches
                                                      for k in _kernels(module)) - before
                     result["cases"] += 1
+                    result["traced"] += _traced_launches(module.run, case.args)
                     if direct == through_triton and direct:
                         result["equal"] += 1
                     else:
@@ -99,6 +100,19 @@ def compare() -> dict:
             CompiledKernel._init_handles = handles
     del torch
     return result
+
+
+def _traced_launches(run, args) -> list[int]:
+    """The launches make_fx records when tracing `run` with fake tensors, with concrete and with symbolic sizes:
+    wrap_triton's higher-order op each, no address read (fake tensors have none)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    counts = []
+    for mode in ("fake", "symbolic"):
+        graph = make_fx(lambda *a: run(*a), tracing_mode=mode)(*args).graph
+        counts.append(sum(node.op == "call_function" and "triton_kernel_wrapper" in str(node.target)
+                          for node in graph.nodes))
+    return counts
 
 
 def _plan_cases():
@@ -217,6 +231,7 @@ def test_direct_launches_pass_what_triton_passes():
     assert result["direct_launches"] >= result["cases"]
     # one specialization for every value: keying floats by their type alone is what Triton does
     assert len(result["float_specializations"]) == 1, result["float_specializations"]
+    assert len(result["traced"]) == 2 * result["cases"] and min(result["traced"]) >= 1, result["traced"]
     plans = result["plans"]
     assert plans["unequal"] == [] and plans["cases"] == 16 and plans["equal"] == plans["cases"]
     assert plans["direct_launches"] == plans["cases"]
