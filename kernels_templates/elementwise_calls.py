@@ -2,12 +2,12 @@
 
 An Adapter knows where the op's operand slots sit in the overload's arguments. Called as an adapter
 (kernels_templates/common.py), it runs one call on a rendered interleaved kernel, or returns NotImplemented
-unless the kernel covers the call. Its `plan` is that call split in two: what depends on the kinds of the arguments
-(tensor or Python number, dtype, conj/neg flags, the out= tensor's dtype: jitdtypes.fast_path's key) is checked
-once, and the kernel looked up once; what depends on their values (devices, shapes, layouts, overlaps, numbers
-too large for a float) is checked per call. Contiguous operands of one shape, the common call, then launch
-straight from the plan: the output is allocated, and the launch is the one the module's `run` would make
-(elementwise._launch_contiguous), without the module's own checks.
+unless the kernel covers the call. Its `plan` is that call split in two: what depends on the kinds of the
+arguments (tensor or Python number, dtype, conj/neg flags, the out= tensor's dtype: jitdtypes.fast_path's key)
+is checked once, and the kernel looked up once; what depends on their values (devices, shapes, layouts,
+overlaps, numbers too large for a float) is checked per call. Contiguous operands of one shape, the common
+call, then launch straight from the plan: the output is allocated, and the launch is the one the module's `run`
+would make (elementwise._launch_contiguous), without the module's own checks.
 """
 
 from __future__ import annotations
@@ -54,9 +54,10 @@ class Adapter:
         if kinds is None:
             return None
         dtype, numbers, tensor_at, number_at = kinds
-        run = load({"op": self.op, "dtype": dtype, "layout": INTERLEAVED, "out": self.written is not None,
-                    "scalars": numbers, "interpret": device_type == "cpu"}, (self.op, dtype, self.written is not None,
-                                                                               *numbers))
+        writes = self.written is not None
+        params = {"op": self.op, "dtype": dtype, "layout": INTERLEAVED, "out": writes, "scalars": numbers,
+                  "interpret": device_type == "cpu"}
+        run = load(params, (self.op, dtype, writes, *numbers))
         return _Plan(self, run, dtype, device_type, tensor_at, number_at)
 
 
@@ -69,8 +70,8 @@ def written_out(args, kwargs):
 
 
 def _kinds(adapter: Adapter, args, kwargs, device_type: str):
-    """What a call's adapter decides from the arguments' kinds alone: (dtype name, names of the slots holding Python numbers,
-    positions of tensor values, positions of number values), or None when it declines."""
+    """What an adapter decides from the arguments' kinds alone: (dtype name, names of the complex slots holding
+    Python numbers, positions of tensor values, positions of number values), or None when it declines."""
     if device_type not in ("cuda", "cpu"):
         return None
     dtype, numbers, tensor_at, number_at = None, [], [], []

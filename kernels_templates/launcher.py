@@ -13,12 +13,11 @@ Rendered modules launch through `launcher(kernel)[grid](*args, **constexprs)` wh
   order), skipping the binder, the cache key's string building and the global-value checks (about 5 of its
   7 us per launch on the host).
 
-A caller that knows more can skip even the key: `launch(grid, args, kwargs, keep=key)` also keeps the launch
-under the caller's own hashable `key`, which the caller guarantees determines every argument's specialization
-(an elementwise launch on contiguous operands: the element count, each tensor's dtype and alignment); later,
-`launch_known(key, grid, args)` launches it with new positional arguments, where a pointer argument may be any
-tensor with the same data pointer (a complex tensor for its view_as_real), since a pointer is all the C
-launcher reads from it.
+Host code that knows what determines its launch skips even that key: `launch_pointers(key, grid, args, kwargs,
+tensors)` keeps the launch under the caller's hashable `key` (its geometry: element count or shapes and
+strides, device, the scalars' types) plus each tensor's dtype and alignment, and repeats it on later calls
+(`launch_known`) with the new arguments as they are, a complex tensor standing for its view_as_real: a pointer's
+address is all the C launcher reads.
 
 The key is coarser than nothing and finer than Triton's specialization: per tensor its dtype and whether its
 data pointer is 16-byte aligned (all Triton specializes a pointer on), per int and bool its value (Triton
