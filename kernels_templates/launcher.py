@@ -16,8 +16,8 @@ Rendered modules launch through `launcher(kernel)[grid](*args, **constexprs)` wh
 Host code that knows what determines its launch skips even that key: `launch_pointers(key, grid, args, kwargs,
 tensors)` keeps the launch under the caller's hashable `key` (its geometry: element count or shapes and
 strides, device, the scalars' types) plus each tensor's dtype and alignment, and repeats it on later calls
-(`launch_known`) with the new arguments as they are, a complex tensor standing for its view_as_real: a pointer's
-address is all the C launcher reads.
+with the new arguments as they are, a complex tensor standing for its view_as_real: a pointer's address is all
+the C launcher reads.
 
 The key is coarser than nothing and finer than Triton's specialization: per tensor its dtype and whether its
 data pointer is 16-byte aligned (all Triton specializes a pointer on), per int and bool its value (Triton
@@ -105,7 +105,7 @@ class Launcher:
         return lambda *args, **kwargs: self.launch(grid, args, kwargs)
 
     def launch(self, grid, args: tuple, kwargs: dict, keep=None):
-        """keep: the caller's key for this launch's specialization, to repeat it with launch_known."""
+        """keep: the caller's key for this launch's specialization, to repeat it (launch_pointers)."""
         if _wrap_state is None or getattr(_wrap_state, "value", True):
             return torch.library.wrap_triton(self.kernel)[grid](*args, **kwargs)
         if not (self.direct and direct_launches_enabled and self.compiled) or grid.__class__ is not tuple:
@@ -126,53 +126,43 @@ class Launcher:
                      knobs.runtime.launch_exit_hook, *bound)
         return compiled
 
-    def launch_pointers(self, key, grid: tuple, args, kwargs: dict, tensors, eager: bool = False):
+    def launch_pointers(self, key, grid: tuple, args, kwargs: dict, tensors, eager: bool = False) -> None:
         """Launch with complex tensors among `args` standing for their view_as_real (a pointer's address is all
         the C launcher reads): the launch kept under `key` plus the dtype and alignment of each of `tensors`
         (the tensors among `args`), else the one `launch` makes with the views, kept. The caller guarantees that
         `key` (its geometry: shapes, strides, device, the scalars' types) and those determine every other
-        argument, so equal keys mean one specialization. eager: see launch_known."""
+        argument, so equal keys mean one specialization. eager: the caller holds real tensors outside any
+        tracing (a routed call), whatever wrap_triton's switch says."""
         kept = None
         if eager or not traced():  # traced tensors (fake ones) have no addresses
             kept = [key]
             for t in tensors:
                 kept += (t.dtype, t.data_ptr() & 15)
             kept = tuple(kept)
-            if self.launch_known(kept, grid, args, eager):
-                return
+            if self.known and direct_launches_enabled:
+                active, runtime = driver.active, knobs.runtime
+                device = active.get_current_device()
+                found = self.known.get((device, runtime.debug, knobs.compilation.instrumentation_mode, kept))
+                enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
+                # a launch hook (a profiler) gets its metadata, built from the arguments as bound, on Triton's
+                # path; Triton 3.8 keeps chains of hooks, empty unless a profiler added one, earlier ones None
+                if (found is not None and not self.kernel.pre_run_hooks
+                        and runtime.add_stages_inspection_hook is None
+                        and (enter is None or not getattr(enter, "calls", True))
+                        and (leave is None or not getattr(leave, "calls", True))):
+                    run, function, metadata, constexprs = found
+                    self.direct_launches += 1
+                    run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
+                        active.get_current_stream(device), function, metadata, None, None, None, *args, *constexprs)
+                    return
         views = tuple(torch.view_as_real(a) if isinstance(a, _Tensor) and a.is_complex() else a for a in args)
         (eager_calls(self.launch) if eager else self.launch)(grid, views, kwargs, keep=kept)
-
-    def launch_known(self, key, grid: tuple, args, eager: bool = False) -> bool:
-        """Launch the specialization kept under the caller's `key` (see `launch`) with these positional
-        arguments, as the direct path would; False, launching nothing, when there is none for the current
-        device and debug knobs, or when the call must take Triton's path (traced, hooks set). eager: the caller
-        holds real tensors outside any tracing (a routed call), whatever wrap_triton's switch says."""
-        if not (self.known and direct_launches_enabled) or not (eager or _wrap_state is not None
-                                                               and not getattr(_wrap_state, "value", True)):
-            return False
-        active, runtime = driver.active, knobs.runtime
-        device = active.get_current_device()
-        found = self.known.get((device, runtime.debug, knobs.compilation.instrumentation_mode, key))
-        enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
-        if (found is None or self.kernel.pre_run_hooks or runtime.add_stages_inspection_hook is not None
-                or (enter is not None and getattr(enter, "calls", True))
-                or (leave is not None and getattr(leave, "calls", True))):
-            # a launch hook (a profiler) gets its metadata, built from the arguments as bound; Triton 3.8 keeps
-            # chains of hooks, empty unless a profiler added one, earlier ones None or a function
-            return False
-        compiled, constexprs = found
-        self.direct_launches += 1
-        compiled.run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
-                     active.get_current_stream(device), compiled.function, compiled.packed_metadata, None,
-                     None, None, *args, *constexprs)
-        return True
 
     def _keep(self, device, key, compiled, keywords: tuple, kwargs: dict) -> None:
         if len(self.known) >= LIMIT:
             self.known.clear()
         self.known[(device, knobs.runtime.debug, knobs.compilation.instrumentation_mode, key)] = (
-            compiled, tuple(kwargs[name] for name in keywords))
+            compiled.run, compiled.function, compiled.packed_metadata, tuple(kwargs[name] for name in keywords))
 
     @staticmethod
     def _key(device, args: tuple, kwargs: dict):
