@@ -25,7 +25,6 @@ permuted case is the worse trade.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import re
 from typing import NamedTuple
@@ -325,9 +324,7 @@ def launch(kernel, block: int, part_dtype: torch.dtype, inputs, outputs, scalars
     numel = outputs[0].numel()
     if numel == 0:
         return
-    # Triton launches on the current CUDA device, which need not be the tensors' one.
-    switch = device.type == "cuda" and device.index != torch.cuda.current_device()
-    with torch.cuda.device(device) if switch else contextlib.nullcontext():
+    with launcher.on_device_of(outputs[0]):
         if contiguous:
             _launch_contiguous(kernel, block, numel, tensors, scalars)
             return

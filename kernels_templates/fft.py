@@ -55,7 +55,7 @@ import torch
 import triton
 import triton.language as tl
 from jitdtypes.kernels_templates.common import cdiv
-from jitdtypes.kernels_templates.launcher import launcher, traced
+from jitdtypes.kernels_templates.launcher import launcher, on_device_of, traced
 
 MUTATES = ("out",)
 LOG2_FFT_LENGTH = $log2_fft_length
@@ -265,7 +265,8 @@ def launch(x, out, scale, *extra):
 def run(x: torch.Tensor, out: torch.Tensor, scale: float) -> None:
     \"\"\"$run_doc
     x and out are [outer, inner, length] views with any strides; 16-bit or 32-bit parts.\"\"\"
-    launch(x, out, scale$launch_extra)
+    with on_device_of(out):
+        launch(x, out, scale$launch_extra)
 '''
 
 _OP_SOURCE = {

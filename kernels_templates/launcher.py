@@ -30,6 +30,7 @@ types outside these) takes Triton's own path every time.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
@@ -85,6 +86,14 @@ def eager_calls(run):
             _wrap_state.value = previous
 
     return run_eagerly
+
+
+def on_device_of(tensor):
+    """Triton launches on the current CUDA device, PyTorch ops on their tensors' one: a context that makes
+    `tensor`'s device current for the launches inside when it is another one (a no-op otherwise)."""
+    if tensor.is_cuda and tensor.device.index != torch.cuda.current_device():
+        return torch.cuda.device(tensor.device)
+    return contextlib.nullcontext()
 
 
 def traced() -> bool:

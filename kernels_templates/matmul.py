@@ -31,7 +31,7 @@ import triton
 import triton.language as tl
 
 from jitdtypes.kernels_templates.common import cdiv
-from jitdtypes.kernels_templates.launcher import launcher, traced
+from jitdtypes.kernels_templates.launcher import launcher, on_device_of, traced
 
 MUTATES = ("out",)
 CONJ_A = $conj_a
@@ -404,8 +404,9 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torc
     addend = None
     if beta != 0:
         addend = torch.view_as_real(out if bias is None else bias)
-    launch(torch.view_as_real(a), torch.view_as_real(b), torch.view_as_real(out), addend,
-           complex(alpha_re, alpha_im), beta)
+    with on_device_of(out):
+        launch(torch.view_as_real(a), torch.view_as_real(b), torch.view_as_real(out), addend,
+               complex(alpha_re, alpha_im), beta)
 '''
 
 # The interpreter runs each program in numpy: small tiles keep tests fast and exercise the block masks, a low THIN

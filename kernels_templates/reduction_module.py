@@ -9,7 +9,7 @@ import torch
 import triton
 import triton.language as tl
 from jitdtypes.kernels_templates.common import cdiv, next_power_of_2
-from jitdtypes.kernels_templates.launcher import launcher, traced
+from jitdtypes.kernels_templates.launcher import launcher, on_device_of, traced
 
 MUTATES = $mutates
 
@@ -197,7 +197,8 @@ def run(x: torch.Tensor, dims: list[int], $run_scalars$run_outputs) -> None:
     outputs = [$output_names]
     targets = [t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in outputs]
     if targets[0].numel():
-        _launch(x, dims, targets, [$scalar_names])
+        with on_device_of(x):
+            _launch(x, dims, targets, [$scalar_names])
     for target, output in zip(targets, outputs):
         if target is not output:
             output.copy_(target)

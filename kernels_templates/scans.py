@@ -53,7 +53,7 @@ import torch
 import triton
 import triton.language as tl
 from jitdtypes.kernels_templates.common import cdiv, next_power_of_2
-from jitdtypes.kernels_templates.launcher import launcher, traced
+from jitdtypes.kernels_templates.launcher import launcher, on_device_of, traced
 
 MUTATES = ("out",)
 
@@ -293,7 +293,8 @@ def run(x: torch.Tensor, dim: int, out: torch.Tensor) -> None:
     """Scan x along `dim` (non-negative; 0 for a 0-d tensor) into `out`, which has x's shape and any strides
     (out may be x itself)."""
     if x.numel():
-        _launch(x, dim, out)
+        with on_device_of(x):
+            _launch(x, dim, out)
 '''
 
 _COMPLEX_MUL = '''

@@ -29,3 +29,63 @@ def test_host_arithmetic_matches_triton():
         for divisor in (1, 2, 3, 16, 64, 1000):
             assert common.cdiv(n, divisor) == triton.cdiv(n, divisor), (n, divisor)
     assert common.next_power_of_2(2**40 + 1) == triton.next_power_of_2(2**40 + 1) == 2**41
+
+
+def test_launches_make_the_tensors_device_current(monkeypatch):
+    """Triton launches on the current CUDA device, PyTorch on the tensors' one: launcher.on_device_of makes a
+    tensor's device current around launches when it is another one, and changes nothing otherwise."""
+    import types
+
+    from jitdtypes.kernels_templates import launcher
+
+    entered = []
+
+    class Device:  # torch.cuda.device's stand-in: this machine may have no GPU
+        def __init__(self, device):
+            self.device = device
+
+        def __enter__(self):
+            entered.append(self.device)
+
+        def __exit__(self, *exc):
+            return False
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "device", Device)
+    for tensor in (types.SimpleNamespace(is_cuda=True, device=torch.device("cuda", 1)),
+                   types.SimpleNamespace(is_cuda=True, device=torch.device("cuda", 0)), torch.zeros(1)):
+        with launcher.on_device_of(tensor):
+            pass
+    assert entered == [torch.device("cuda", 1)]
+
+
+def test_every_family_launches_on_its_tensors_device(load, monkeypatch):
+    """Each family's host code launches inside on_device_of of one of the call's tensors, once per call."""
+    import contextlib
+
+    from jitdtypes.kernels_templates import fft, launcher
+
+    seen = []
+
+    def recording(tensor):
+        seen.append(tensor)
+        return contextlib.nullcontext()
+
+    x = torch.randn(4, dtype=torch.complex64).to(torch.complex32)
+    out = torch.empty_like(x)
+    calls = {
+        "unary": ({"op": "exp", "dtype": "complex32", "layout": "interleaved", "out": False, "scalars": []}, (x,)),
+        "reductions": ({"op": "sum", "dtype": "complex32"}, (x, [0], torch.empty((), dtype=x.dtype))),
+        "scans": ({"op": "cumsum", "dtype": "complex32"}, (x, 0, out)),
+        "matmul": ({"op": "matmul", "dtype": "complex32", "conj_a": False, "conj_b": False},
+                   (x.view(1, 2, 2), x.view(1, 2, 2), out.view(1, 2, 2), None, 1.0, 0.0, 0.0, 0.0)),
+        "fft": (fft._params("fft_c2c", "complex32", 4, False), (x.view(1, 1, 4), out.view(1, 1, 4), 1.0)),
+    }
+    monkeypatch.setattr(launcher, "on_device_of", recording)  # elementwise host code looks it up there
+    for family, (params, args) in calls.items():
+        run = load(family)(params)
+        if "on_device_of" in run.__globals__:
+            monkeypatch.setitem(run.__globals__, "on_device_of", recording)
+        seen.clear()
+        run(*args)
+        assert len(seen) == 1 and seen[0].device == x.device, family
