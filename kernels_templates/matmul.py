@@ -291,12 +291,14 @@ def real_blocks(right, left_conj, right_conj):
 
 
 def launch(a, b, out, c, alpha, beta):
-    """Real [batch, rows, cols, 2] views: out = alpha * op(a) @ op(b) (+ beta * c unless c is None)."""
-    batch, m, k = a.shape[:3]
+    """[batch, rows, cols] complex tensors: out = alpha * op(a) @ op(b) (+ beta * c unless c is None)."""
+    batch, m, k = a.shape
     n = out.shape[2]
     scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
     if min(m, n) <= THIN:
         return _launch_pairs(a, b, out, c, batch, m, n, k, scalars)
+    a, b, out = torch.view_as_real(a), torch.view_as_real(b), torch.view_as_real(out)
+    c = None if c is None else torch.view_as_real(c)
     conj_a, conj_b = CONJ_A, CONJ_B
     if not pairs_along_k(a) and pairs_along_k(b.transpose(1, 2)):
         # out^T = op(b)^T op(a)^T: b^T has its pairs along K, a^T becomes the expanded right operand
@@ -330,7 +332,13 @@ def launch(a, b, out, c, alpha, beta):
         SPLIT_K=splits > 1, **flags, **config,
     )
     if splits > 1:
-        _finish_split(None, programs, partials, c, out, m, n, splits, scalars, flags, config)
+        args = (partials, c, out, m, n, splits, *partials.stride()[:3], *c.stride()[:3], *out.stride()[:3], *scalars)
+        launcher(finish_split_kernel)[(programs,)](*args, **_finish_constexprs(flags, config))
+
+
+def _finish_constexprs(flags, config) -> dict:
+    return dict(**{name: flags[name] for name in ("REAL_SCALARS", "HAS_C", "C_UNIT", "OUT_UNIT")},
+                BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], GROUP_M=config["GROUP_M"])
 
 
 def _flags(form, conj_a, conj_b, m, n, k, a_strides, b_strides, c_strides, out_strides, has_c, real_scalars):
@@ -345,8 +353,11 @@ def _flags(form, conj_a, conj_b, m, n, k, a_strides, b_strides, c_strides, out_s
 
 @functools.lru_cache(maxsize=512)
 def _pairs_geometry(batch, m, n, k, a_strides, b_strides, c_strides, out_strides, has_c, real_scalars, device):
-    """Everything a thin product's launches take besides pointers and scalars, once per shape, layout and device:
-    (programs, splits, integer arguments, constexprs, partials' shape)."""
+    """Everything a thin product's launches take besides pointers and scalars, once per shape, layout (strides
+    in complex elements) and device: (programs, splits, the product's integer arguments, its constexprs, the
+    partials' shape, the finishing kernel's integer arguments and constexprs)."""
+    a_strides, b_strides, c_strides, out_strides = (tuple(2 * st for st in strides[:3])
+                                                    for strides in (a_strides, b_strides, c_strides, out_strides))
     flags = _flags("pairs", CONJ_A, CONJ_B, m, n, k, a_strides, b_strides, c_strides, out_strides, has_c,
                    real_scalars)
     shape_class = (m.bit_length() << 24) | (n.bit_length() << 16) | (k.bit_length() << 8) | min(batch, 255)
@@ -355,20 +366,21 @@ def _pairs_geometry(batch, m, n, k, a_strides, b_strides, c_strides, out_strides
     k_per_split = choose_k_split(programs, k, config["BLOCK_K"], device)
     splits = cdiv(k, k_per_split) if k_per_split < k else 1
     partials_shape = (splits, batch, m, 2 * n) if splits > 1 else None
-    partials_strides = (batch * m * 2 * n, m * 2 * n, 2 * n) if splits > 1 else out_strides[:3]
-    integers = (m, n, k, k_per_split, shape_class, *a_strides[:3], *b_strides[:3], *c_strides[:3], *out_strides[:3],
-                *partials_strides)
-    return programs, splits, integers, dict(SPLIT_K=splits > 1, **flags, **config), partials_shape
+    partials_strides = (batch * m * 2 * n, m * 2 * n, 2 * n) if splits > 1 else out_strides
+    integers = (m, n, k, k_per_split, shape_class, *a_strides, *b_strides, *c_strides, *out_strides, *partials_strides)
+    finish_integers = (m, n, splits, *partials_strides, *c_strides, *out_strides)
+    return (programs, splits, integers, dict(SPLIT_K=splits > 1, **flags, **config), partials_shape,
+            finish_integers, _finish_constexprs(flags, config))
 
 
 def _launch_pairs(a, b, out, c, batch, m, n, k, scalars):
-    """A thin product (min(m, n) <= THIN), the small ones among them: geometry from _pairs_geometry, launches
-    kept under it (launcher.Launcher.launch_pointers)."""
+    """A thin product (min(m, n) <= THIN), the small ones among them, on the complex tensors themselves: geometry
+    from _pairs_geometry, launches kept under it (launcher.Launcher.launch_pointers reads them as parts)."""
     has_c = c is not None
     c = out if c is None else c
     key = (batch, m, n, k, a.stride(), b.stride(), c.stride(), out.stride(), has_c,
            scalars[1] == 0 and scalars[3] == 0, out.device)
-    programs, splits, integers, constexprs, partials_shape = (
+    programs, splits, integers, constexprs, partials_shape, finish_integers, finish_constexprs = (
         _pairs_geometry.__wrapped__(*key) if traced() else _pairs_geometry(*key))  # traced sizes may be symbolic
     partials = out
     if splits > 1:
@@ -377,18 +389,8 @@ def _launch_pairs(a, b, out, c, batch, m, n, k, scalars):
         key, (programs, splits), (a, b, c, out, partials, *integers, *scalars), constexprs,
         (a, b, c, out, partials))
     if splits > 1:
-        _finish_split(key, programs, partials, c, out, m, n, splits, scalars, constexprs, constexprs)
-
-
-def _finish_split(key, programs, partials, c, out, m, n, splits, scalars, flags, config):
-    """Sum the K-split partials into out (key: the geometry the launch is kept under, or None)."""
-    epilogue = {name: flags[name] for name in ("REAL_SCALARS", "HAS_C", "C_UNIT", "OUT_UNIT")}
-    args = (partials, c, out, m, n, splits, *partials.stride()[:3], *c.stride()[:3], *out.stride()[:3], *scalars)
-    constexprs = dict(**epilogue, BLOCK_M=config["BLOCK_M"], BLOCK_N=config["BLOCK_N"], GROUP_M=config["GROUP_M"])
-    if key is None:
-        launcher(finish_split_kernel)[(programs,)](*args, **constexprs)
-    else:
-        launcher(finish_split_kernel).launch_pointers(key, (programs,), args, constexprs, args[:3])
+        launcher(finish_split_kernel).launch_pointers(
+            key, (programs,), (partials, c, out, *finish_integers, *scalars), finish_constexprs, (partials, c, out))
 
 
 def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torch.Tensor],
@@ -403,10 +405,9 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torc
     beta = complex(beta_re, beta_im)
     addend = None
     if beta != 0:
-        addend = torch.view_as_real(out if bias is None else bias)
+        addend = out if bias is None else bias
     with on_device_of(out):
-        launch(torch.view_as_real(a), torch.view_as_real(b), torch.view_as_real(out), addend,
-               complex(alpha_re, alpha_im), beta)
+        launch(a, b, out, addend, complex(alpha_re, alpha_im), beta)
 '''
 
 # The interpreter runs each program in numpy: small tiles keep tests fast and exercise the block masks, a low THIN
