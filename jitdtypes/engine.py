@@ -27,7 +27,7 @@ import torch
 
 from jitdtypes.cache_tools import layers, triton_artifacts
 from jitdtypes.cache_tools.store import CorruptEntry, Entry, InsecureEntry, KernelStore
-from jitdtypes.kernels_templates import common, launcher
+from jitdtypes.kernels_templates import common
 
 from . import __version__
 
@@ -297,6 +297,8 @@ def _build(family: str, device_type: str, params: dict):
     # dispatcher's tracing layers and hold real tensors: they call `run` directly, skipping the custom op's
     # dispatch, and launch without wrap_triton's higher-order op (launcher.eager_calls).
     torch.library.triton_op(f"jitdtypes::{name}", module.run, mutates_args=module.MUTATES)
+    from jitdtypes.kernels_templates import launcher  # imports triton: not at `import jitdtypes`
+
     run = launcher.eager_calls(module.run)
     run = _one_at_a_time(run) if device_type == "cpu" else run
     run.module = module  # for adapters that launch the module's kernels themselves (kernels_templates/common.py)

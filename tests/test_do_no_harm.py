@@ -85,3 +85,16 @@ def test_results_bit_identical_with_and_without_jitdtypes(dtype, guard):
     compared = sum(1 for kind, _ in before.values() if kind == "ok")
     assert compared > 100, "too few samples ran to mean anything"
     assert not differences, f"{len(differences)} of {len(before)} samples differ: {differences[:20]}"
+
+
+def test_import_leaves_triton_unimported():
+    """`import jitdtypes` (discovery and guard cached, as in this session) installs every override without
+    importing triton: code that never routes a 16-bit complex call to a template never pays for it (~0.1 s)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, jitdtypes; assert jitdtypes.is_enabled(); "
+            "print(sorted(m for m in sys.modules if m == 'triton' or m.startswith('triton.')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
