@@ -138,13 +138,12 @@ class _Plan:
         if not self.on_device(first):
             return NotImplemented
         device, shape = first.device, first.shape
-        same_shape = contiguous = first.is_contiguous()
-        if len(tensors) > 1:
-            for t in tensors:
-                if t.device != device:
-                    return NotImplemented
-                same_shape = same_shape and t.shape == shape
-                contiguous = contiguous and t.is_contiguous()
+        same_shape, contiguous = True, first.is_contiguous()
+        for t in tensors[1:]:
+            if t.device != device:
+                return NotImplemented
+            same_shape = same_shape and t.shape == shape
+            contiguous = contiguous and t.is_contiguous()
         if not same_shape:
             try:
                 shape = broadcast_shape(*(t.shape for t in tensors))

@@ -106,7 +106,8 @@ class Launcher:
         self.kernel = kernel
         self.direct = JITFunction is not None and isinstance(kernel, JITFunction)
         self.compiled: dict[tuple, tuple] = {}  # key -> (compiled kernel, names of keyword arguments bound)
-        # (device, debug knobs, a caller's key) -> (compiled kernel, the values of the keyword arguments bound)
+        # (device, debug knobs, a caller's key) -> (the compiled kernel's launcher, function and metadata, the
+        # values of the keyword arguments bound): what launch_pointers repeats
         self.known: dict[tuple, tuple] = {}
         self.direct_launches = 0
 
