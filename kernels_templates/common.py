@@ -160,6 +160,58 @@ def bind(name: str, args: tuple, kwargs: dict) -> dict:
     return call
 
 
+def argument_reader(name: str, args: tuple, kwargs: dict, names: tuple[str, ...]):
+    """read(args, kwargs) -> the values of the arguments `names` of overload `name`, for calls that pass their
+    arguments as this one does: the same number of positional arguments and the same keywords (what
+    jitdtypes.fast_path's key fixes, so a plan builds one reader). Defaults are filled in and lists become tuples,
+    so that what is read can key a memo. Generated per call form, like the fast path's key: a loop costs more."""
+    return _reader(name, len(args), tuple(kwargs), names)
+
+
+@functools.lru_cache(maxsize=None)
+def _reader(name: str, positional: int, keywords: tuple, names: tuple):
+    arguments = {arg: (index, kwarg_only, default)
+                 for index, (arg, kwarg_only, default) in enumerate(schema_arguments(name))}
+    values, namespace = [], {"frozen": _frozen}
+    for n, wanted in enumerate(names):
+        index, kwarg_only, default = arguments[wanted]
+        if not kwarg_only and index < positional:
+            value = f"args[{index}]"
+        elif wanted in keywords:
+            value = f"kwargs[{wanted!r}]"
+        else:
+            namespace[f"default{n}"] = default
+            value = f"default{n}"
+        values.append(f"frozen({value})" if _is_list(name, wanted) else value)
+    exec(compile(f"def read(args, kwargs):\n    return ({', '.join(values)},)\n", "<jitdtypes argument reader>",
+                 "exec"), namespace)
+    return namespace["read"]
+
+
+def _is_list(name: str, argument: str) -> bool:
+    qualname, _, overload = name.partition(".")
+    schema = torch._C._get_schema(qualname, overload)
+    return any(a.name == argument and "[" in str(a.type) for a in schema.arguments)
+
+
+def _frozen(value):
+    return tuple(value) if value.__class__ is list else value
+
+
+class Memo(dict):
+    """What a plan decided for each value signature of its calls (shapes, strides, dims...); a plan seeing this
+    many signatures starts over: they come from the shapes a program uses, so reaching it means shapes that keep
+    changing, where keeping them buys nothing."""
+
+    LIMIT = 256
+
+    def keep(self, key, value):
+        if len(self) >= self.LIMIT:
+            self.clear()
+        self[key] = value
+        return value
+
+
 def plain_16bit_complex(t) -> str | None:
     """The dtype name of a 16-bit complex tensor whose values are its memory (no lazy conj/neg flag)."""
     if not isinstance(t, torch.Tensor) or t.is_conj() or t.is_neg():

@@ -38,7 +38,7 @@ import math
 
 import torch
 
-from . import common
+from . import common, launcher
 
 FAMILY = "fft"
 MAX_LOG2_FFT_LENGTH = 13
@@ -251,15 +251,23 @@ def _constexprs(x_shape, x_stride, out_shape, out_stride):
                 OUT_LAYOUT=_layout(out_shape, out_stride, OUT_WIDTH), num_warps=NUM_WARPS)
 
 
-def launch(x, out, scale, *extra):
-    \"\"\"Complex tensors go to the launcher as they are: it reads them through view_as_real
-    (launcher.Launcher.launch_pointers).\"\"\"
-    rows, inner_rows = x.shape[0] * x.shape[1], x.shape[1]
-    key = (x.shape, x.stride(), out.shape, out.stride())
-    constexprs = (_constexprs.__wrapped__ if traced() else _constexprs)(*key)  # traced sizes may be symbolic
+def launch(x, out, scale, *extra, eager=False):
+    \"\"\"Transform the rows of x into out, on the current device (views: launch_rows).\"\"\"
+    launch_rows((x.shape, x.stride(), out.shape, out.stride()), x, out, scale, *extra, eager=eager)
+
+
+def launch_rows(views, x, out, scale, *extra, eager=False):
+    \"\"\"views: (x's shape, x's strides, out's shape, out's strides) as [outer, inner, length] views; x, out: those
+    views, or any tensors with their data pointers and dtypes (an adapter's plan passes the ATen tensors). They go
+    to the launcher as they are: it reads complex ones through view_as_real (launcher.Launcher.launch_pointers).
+    eager: the caller holds real tensors outside any tracing, whatever wrap_triton's switch says.\"\"\"
+    x_shape, x_stride, _, out_stride = views
+    rows, inner_rows = x_shape[0] * x_shape[1], x_shape[1]
+    # traced sizes may be symbolic
+    constexprs = _constexprs(*views) if eager or not traced() else _constexprs.__wrapped__(*views)
     launcher($kernel).launch_pointers(
-        (*key, *extra, type(scale)), (cdiv(rows, ROWS),),
-        (x, out, rows, inner_rows, *extra, *x.stride(), *out.stride(), scale), constexprs, (x, out))
+        (*views, *extra, type(scale)), (cdiv(rows, ROWS),),
+        (x, out, rows, inner_rows, *extra, *x_stride, *out_stride, scale), constexprs, (x, out), eager)
 
 
 def run(x: torch.Tensor, out: torch.Tensor, scale: float) -> None:
@@ -386,64 +394,121 @@ def _output(kwargs: dict, shape, dtype: torch.dtype, like: torch.Tensor):
     return out if out.is_contiguous() else None
 
 
-def fft_c2c(load, args, kwargs, device_type):
-    x, dims, normalization, forward = args
-    if not _plain(x) or x.dtype not in _REAL_OF_COMPLEX:
-        return NotImplemented
+def _c2c(x: torch.Tensor, dims, normalization: int, forward: bool):
+    """(result shape, result dtype, passes, scale) of an _fft_c2c call, or None where the upcast path takes it."""
+    if x.dtype not in _REAL_OF_COMPLEX:
+        return None
     dims = _normalized_dims(x, dims)
     if dims is None or not all(_is_power_of_two(x.shape[d], MAX_FFT_LENGTH) for d in dims):
-        return NotImplemented
+        return None
     scale = _scale(normalization, math.prod(x.shape[d] for d in dims))
-    out = _output(kwargs, x.shape, x.dtype, x)
-    if scale is None or out is None:
-        return NotImplemented
     dtype = common.dtype_name(x)
     passes = [(_params("fft_c2c", dtype, x.shape[d], not forward), d, x.shape) for d in dims]
-    return _run_passes(load, x, out, passes, scale)
+    return x.shape, x.dtype, passes, scale
 
 
-def fft_r2c(load, args, kwargs, device_type):
-    x, dims, normalization, onesided = args
-    if not _plain(x) or x.dtype not in _COMPLEX_OF_REAL:
-        return NotImplemented
+def _r2c(x: torch.Tensor, dims, normalization: int, onesided: bool):
+    if x.dtype not in _COMPLEX_OF_REAL:
+        return None
     dims = _normalized_dims(x, dims)
     if dims is None or not all(_is_power_of_two(x.shape[d], MAX_FFT_LENGTH) for d in dims):
-        return NotImplemented
+        return None
     shape = list(x.shape)
     n = shape[dims[-1]]
     shape[dims[-1]] = n // 2 + 1 if onesided else n
     scale = _scale(normalization, math.prod(x.shape[d] for d in dims))
-    out = _output(kwargs, shape, _COMPLEX_OF_REAL[x.dtype], x)
-    if scale is None or out is None:
-        return NotImplemented
-    dtype = common.dtype_name(out)
+    dtype = common.DTYPE_NAMES[_COMPLEX_OF_REAL[x.dtype]]
     passes = [(_params("fft_r2c", dtype, n, False), dims[-1], shape)]
     passes += [(_params("fft_c2c", dtype, shape[d], False), d, shape) for d in dims[:-1]]
-    return _run_passes(load, x, out, passes, scale)
+    return shape, _COMPLEX_OF_REAL[x.dtype], passes, scale
 
 
-def fft_c2r(load, args, kwargs, device_type):
-    x, dims, normalization, last_dim_size = args
-    if not _plain(x) or x.dtype not in _REAL_OF_COMPLEX:
-        return NotImplemented
+def _c2r(x: torch.Tensor, dims, normalization: int, last_dim_size: int):
+    if x.dtype not in _REAL_OF_COMPLEX:
+        return None
     dims = _normalized_dims(x, dims)
     if dims is None or not _is_power_of_two(last_dim_size, 2 * MAX_FFT_LENGTH):
-        return NotImplemented
+        return None
     if x.shape[dims[-1]] != last_dim_size // 2 + 1:  # ATen asserts this too
-        return NotImplemented
+        return None
     if not all(_is_power_of_two(x.shape[d], MAX_FFT_LENGTH) for d in dims[:-1]):
-        return NotImplemented
+        return None
     shape = list(x.shape)
     shape[dims[-1]] = last_dim_size
     scale = _scale(normalization, math.prod(shape[d] for d in dims))
-    out = _output(kwargs, shape, _REAL_OF_COMPLEX[x.dtype], x)
-    if scale is None or out is None:
-        return NotImplemented
     dtype = common.dtype_name(x)
     passes = [(_params("fft_c2c", dtype, x.shape[d], True), d, x.shape) for d in dims[:-1]]
     passes += [(_params("fft_c2r", dtype, last_dim_size, True), dims[-1], shape)]
-    return _run_passes(load, x, out, passes, scale)
+    return shape, _REAL_OF_COMPLEX[x.dtype], passes, scale
 
+
+class _Transform:
+    """The adapter of _fft_c2c, _fft_r2c or _fft_c2r (and their out= forms), from `describe`: (x, dims,
+    normalization, the op's last argument) -> (result shape, result dtype, passes, scale) or None. Its plan
+    (kernels_templates/common.py) keeps that per signature of values (x's shape, strides and device, and the
+    op's arguments); a functional one-pass transform then launches the module's kernel itself."""
+
+    def __init__(self, describe) -> None:
+        self.describe = describe
+        self.__name__ = self.__qualname__ = f"fft{describe.__name__}"
+
+    def __call__(self, load, args, kwargs, device_type):
+        planned = self.plan(load, args, kwargs, device_type)
+        return NotImplemented if planned is None else planned(args, kwargs)
+
+    def plan(self, load, args, kwargs, device_type):
+        return _TransformPlan(self.describe, load) if _plain(args[0]) else None  # flags are the call's kind
+
+
+_DECLINED = object()
+
+
+class _TransformPlan:
+    def __init__(self, describe, load) -> None:
+        self.describe, self.load = describe, load
+        self.memo = common.Memo()
+
+    def __call__(self, args, kwargs):
+        x, dims, normalization, last = args
+        key = (x.shape, x.stride(), x.device, tuple(dims), normalization, last)
+        prepared = self.memo.get(key)
+        if prepared is None:
+            prepared = self.memo.keep(key, self._prepare(x, dims, normalization, last))
+        if prepared is _DECLINED:
+            return NotImplemented
+        shape, dtype, passes, scale, direct = prepared
+        if direct is not None and "out" not in kwargs and launcher.on_current_device(x):
+            out = torch.empty(shape, dtype=dtype, device=x.device)
+            module, views, extra = direct
+            module.launch_rows(views, x, out, scale, *extra, eager=True)
+            return out
+        out = _output(kwargs, shape, dtype, x)
+        if out is None:
+            return NotImplemented
+        return _run_passes(self.load, x, out, passes, scale)
+
+    def _prepare(self, x, dims, normalization, last):
+        """(shape, dtype, passes, scale, direct) for these values, direct (module, its launch_rows views, extra
+        arguments) where a fresh output's transform is one pass the plan may launch itself, else None."""
+        described = self.describe(x, dims, normalization, last)
+        if described is None or described[3] is None:
+            return _DECLINED
+        shape, dtype, passes, scale = described
+        shape, direct = tuple(shape), None
+        if len(passes) == 1:
+            params, dim, _ = passes[0]
+            module = getattr(self.load(params, tuple(params.values())), "module", None)
+            views = _row_views(x, torch.empty(shape, dtype=dtype, device=x.device), dim)
+            # interpreted kernels run one at a time through `run` (engine._one_at_a_time)
+            if (views is not None and module is not None
+                    and launcher.launcher(getattr(module, f"{params['op']}_kernel")).direct):
+                x_view, out_view = views
+                extra = (out_view.shape[2],) if params["op"] == "fft_r2c" else ()
+                direct = module, (x_view.shape, x_view.stride(), out_view.shape, out_view.stride()), extra
+        return shape, dtype, passes, scale, direct
+
+
+fft_c2c, fft_r2c, fft_c2r = _Transform(_c2c), _Transform(_r2c), _Transform(_c2r)
 
 ATEN = {
     "aten::_fft_c2c": fft_c2c,

@@ -96,6 +96,12 @@ def on_device_of(tensor):
     return contextlib.nullcontext()
 
 
+def on_current_device(tensor) -> bool:
+    """Whether launches for `tensor` need no device switch (on_device_of would be a no-op): plans launching by
+    themselves check this and leave other devices' tensors to the module's `run`, which switches."""
+    return not tensor.is_cuda or tensor.device.index == torch.cuda.current_device()
+
+
 def traced() -> bool:
     """Whether launches now go through wrap_triton's higher-order op (anything but an eager caller's call)."""
     return _wrap_state is None or getattr(_wrap_state, "value", True)

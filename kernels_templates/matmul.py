@@ -15,7 +15,7 @@ The ATen overloads' adapters are in matmul_calls.py.
 from __future__ import annotations
 
 from . import common
-from .matmul_calls import adapter as _adapter
+from .matmul_calls import Product
 
 FAMILY = "matmul"
 
@@ -296,7 +296,7 @@ def launch(a, b, out, c, alpha, beta):
     n = out.shape[2]
     scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
     if min(m, n) <= THIN:
-        return _launch_pairs(a, b, out, c, batch, m, n, k, scalars)
+        return launch_thin(thin_key(a, b, out, c, scalars), a, b, out, c, scalars)
     a, b, out = torch.view_as_real(a), torch.view_as_real(b), torch.view_as_real(out)
     c = None if c is None else torch.view_as_real(c)
     conj_a, conj_b = CONJ_A, CONJ_B
@@ -373,24 +373,33 @@ def _pairs_geometry(batch, m, n, k, a_strides, b_strides, c_strides, out_strides
             finish_integers, _finish_constexprs(flags, config))
 
 
-def _launch_pairs(a, b, out, c, batch, m, n, k, scalars):
+def thin_key(a, b, out, c, scalars):
+    """What determines a thin product's launches besides pointers and scalars' values (_pairs_geometry's
+    arguments), for [batch, rows, cols] complex tensors; c: the addend, or None."""
+    batch, m, k = a.shape
+    return (batch, m, out.shape[2], k, a.stride(), b.stride(), (out if c is None else c).stride(), out.stride(),
+            c is not None, scalars[1] == 0 and scalars[3] == 0, out.device)
+
+
+def launch_thin(key, a, b, out, c, scalars, eager=False):
     """A thin product (min(m, n) <= THIN), the small ones among them, on the complex tensors themselves: geometry
-    from _pairs_geometry, launches kept under it (launcher.Launcher.launch_pointers reads them as parts)."""
-    has_c = c is not None
+    from _pairs_geometry, launches kept under thin_key's `key` (launcher.Launcher.launch_pointers reads them as
+    parts). a, b, out, c: the tensors key describes, or any with their data pointers and dtypes (an adapter's plan
+    passes the ATen operands, before lifting them to three dims); c None: no addend. eager: the caller holds real
+    tensors outside any tracing, whatever wrap_triton's switch says."""
     c = out if c is None else c
-    key = (batch, m, n, k, a.stride(), b.stride(), c.stride(), out.stride(), has_c,
-           scalars[1] == 0 and scalars[3] == 0, out.device)
     programs, splits, integers, constexprs, partials_shape, finish_integers, finish_constexprs = (
-        _pairs_geometry.__wrapped__(*key) if traced() else _pairs_geometry(*key))  # traced sizes may be symbolic
+        _pairs_geometry(*key) if eager or not traced() else _pairs_geometry.__wrapped__(*key))  # symbolic sizes
     partials = out
     if splits > 1:
         partials = torch.empty(partials_shape, dtype=torch.float32, device=out.device)
     launcher(complex_matmul_kernel).launch_pointers(
-        key, (programs, splits), (a, b, c, out, partials, *integers, *scalars), constexprs,
-        (a, b, c, out, partials))
+        key, (programs, splits), (a, b, c, out, partials, *integers, *scalars), constexprs, (a, b, c, out, partials),
+        eager)
     if splits > 1:
         launcher(finish_split_kernel).launch_pointers(
-            key, (programs,), (partials, c, out, *finish_integers, *scalars), finish_constexprs, (partials, c, out))
+            key, (programs,), (partials, c, out, *finish_integers, *scalars), finish_constexprs, (partials, c, out),
+            eager)
 
 
 def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torch.Tensor],
@@ -517,23 +526,23 @@ def variants(dtype: str) -> list[dict]:
 # -- ATen adapters (matmul_calls.py) -------------------------------------------------------------------
 
 ATEN = {
-    "aten::mm": _adapter("mm"),
-    "aten::mm.out": _adapter("mm", out=True),
-    "aten::bmm": _adapter("bmm"),
-    "aten::bmm.out": _adapter("bmm", out=True),
-    "aten::addmm": _adapter("mm", with_bias=True),
-    "aten::addmm.out": _adapter("mm", with_bias=True, out=True),
-    "aten::addmm_": _adapter("mm", with_bias=True, in_place=True),
-    "aten::baddbmm": _adapter("bmm", with_bias=True),
-    "aten::baddbmm_": _adapter("bmm", with_bias=True, in_place=True),
-    "aten::baddbmm.out": _adapter("bmm", with_bias=True, out=True),
-    "aten::addmv": _adapter("mv", with_bias=True),
-    "aten::addmv.out": _adapter("mv", with_bias=True, out=True),
-    "aten::addmv_": _adapter("mv", with_bias=True, in_place=True),
-    "aten::mv": _adapter("mv"),
-    "aten::mv.out": _adapter("mv", out=True),
-    "aten::dot": _adapter("dot"),
-    "aten::dot.out": _adapter("dot", out=True),
-    "aten::vdot": _adapter("dot", conj_a=True),
-    "aten::vdot.out": _adapter("dot", out=True, conj_a=True),
+    "aten::mm": Product("mm"),
+    "aten::mm.out": Product("mm", out=True),
+    "aten::bmm": Product("bmm"),
+    "aten::bmm.out": Product("bmm", out=True),
+    "aten::addmm": Product("mm", with_bias=True),
+    "aten::addmm.out": Product("mm", with_bias=True, out=True),
+    "aten::addmm_": Product("mm", with_bias=True, in_place=True),
+    "aten::baddbmm": Product("bmm", with_bias=True),
+    "aten::baddbmm_": Product("bmm", with_bias=True, in_place=True),
+    "aten::baddbmm.out": Product("bmm", with_bias=True, out=True),
+    "aten::addmv": Product("mv", with_bias=True),
+    "aten::addmv.out": Product("mv", with_bias=True, out=True),
+    "aten::addmv_": Product("mv", with_bias=True, in_place=True),
+    "aten::mv": Product("mv"),
+    "aten::mv.out": Product("mv", out=True),
+    "aten::dot": Product("dot"),
+    "aten::dot.out": Product("dot", out=True),
+    "aten::vdot": Product("dot", conj_a=True),
+    "aten::vdot.out": Product("dot", out=True, conj_a=True),
 }

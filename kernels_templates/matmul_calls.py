@@ -4,9 +4,12 @@ NotImplemented when a call is not exactly covered (the upcast path then lets ATe
 
 from __future__ import annotations
 
+import functools
+from typing import NamedTuple
+
 import torch
 
-from . import common
+from . import common, launcher
 
 
 class _Form:
@@ -97,17 +100,124 @@ def _complex_product(load, form: _Form, a, b, *, bias=None, beta=0, alpha=1, out
     return target
 
 
-def adapter(form_name: str, *, with_bias=False, out=False, in_place=False, conj_a=False):
-    form = _FORMS[form_name]
+class Product:
+    """The adapter of one overload. Its plan (kernels_templates/common.py) keeps, per signature of values (the
+    operands' shapes, strides and devices, alpha and beta), what the call computes; thin products (matrix-vector
+    shapes, small matrices: where host time shows) then launch the module's kernel themselves. In-place calls,
+    and calls the plan does not launch, go through _complex_product, which checks everything per call."""
 
-    def adapter(load, args, kwargs, device_type):
-        if with_bias:
+    def __init__(self, form_name: str, *, with_bias=False, out=False, in_place=False, conj_a=False) -> None:
+        self.form, self.with_bias, self.out, self.in_place, self.conj_a = (_FORMS[form_name], with_bias, out,
+                                                                           in_place, conj_a)
+
+    def operands(self, args, kwargs):
+        """(a, b, bias, beta, alpha), bias None, beta 0 and alpha 1 where the overload has none."""
+        if self.with_bias:
             bias, a, b = args[:3]
-            scalars = {"beta": kwargs.get("beta", 1), "alpha": kwargs.get("alpha", 1)}
-        else:
-            a, b = args[:2]
-            bias, scalars = None, {}
-        return _complex_product(load, form, a, b, bias=bias, out=kwargs.get("out") if out else None,
-                                in_place=in_place, conj_a=conj_a, **scalars)
+            return a, b, bias, kwargs.get("beta", 1), kwargs.get("alpha", 1)
+        return args[0], args[1], None, 0, 1
 
-    return adapter
+    def __call__(self, load, args, kwargs, device_type):
+        a, b, bias, beta, alpha = self.operands(args, kwargs)
+        return _complex_product(load, self.form, a, b, bias=bias, beta=beta, alpha=alpha,
+                                out=kwargs.get("out") if self.out else None, in_place=self.in_place,
+                                conj_a=self.conj_a)
+
+    def plan(self, load, args, kwargs, device_type):
+        a, b, bias, _, _ = self.operands(args, kwargs)
+        if not all(isinstance(t, torch.Tensor) for t in (a, b, a if bias is None else bias)):
+            return functools.partial(self, load, device_type=device_type)
+        return _ProductPlan(self, load)
+
+
+_DECLINED = object()
+
+
+class _Thin(NamedTuple):
+    """A functional thin product for one signature of values: the result's shape, thin_key's key, the kernel's
+    scalars, whether a and b carry a conj bit to drop (the kernel conjugates), whether bias is read."""
+
+    shape: tuple
+    key: tuple
+    scalars: tuple
+    conj_a: bool
+    conj_b: bool
+    reads_bias: bool
+    module: object
+
+
+class _ProductPlan:
+    """A product's calls of one kind. The tensor an out= or in-place call writes (ATen's mv writes a fresh one with
+    addmv_) must have the result's shape and share no memory with a or b for the plan to launch into it."""
+
+    def __init__(self, product: Product, load) -> None:
+        self.product, self.load = product, load
+        self.memo = common.Memo()
+
+    def __call__(self, args, kwargs):
+        product = self.product
+        a, b, bias, beta, alpha = product.operands(args, kwargs)
+        out = kwargs.get("out") if product.out else None
+        key = (a.shape, a.stride(), a.device, b.shape, b.stride(), b.device, beta, alpha)
+        if bias is not None:
+            key += (bias.shape, bias.stride(), bias.device)
+        if out is not None:
+            key += (out.shape, out.stride(), out.device)
+        thin = self.memo.get(key)
+        if thin is None:
+            thin = self.memo.keep(key, self._prepare(a, b, bias, beta, alpha, out) or _DECLINED)
+        written = bias if product.in_place else out
+        if (thin is _DECLINED or not launcher.on_current_device(a)
+                or (written is not None and (common.shares_memory(written, a) or common.shares_memory(written, b)))):
+            return _complex_product(self.load, product.form, a, b, bias=bias, beta=beta, alpha=alpha, out=out,
+                                    in_place=product.in_place, conj_a=product.conj_a)
+        if written is None:
+            written = torch.empty(thin.shape, dtype=a.dtype, device=a.device)
+        if written.numel():
+            thin.module.launch_thin(thin.key, a.conj() if thin.conj_a else a, b.conj() if thin.conj_b else b,
+                                    written, bias if thin.reads_bias else None, thin.scalars, eager=True)
+        return written
+
+    def _prepare(self, a, b, bias, beta, alpha, out) -> _Thin | None:
+        """The thin product these values make, or None: not thin, not launched directly (interpreted kernels run
+        one at a time through `run`), or not covered (_complex_product decides per call then)."""
+        form = self.product.form
+        if common.dtype_name(a) is None or a.dim() != form.a_dims or b.dim() != form.b_dims:
+            return None
+        for t in (a, b, a if bias is None else bias, a if out is None else out):
+            if t.dtype != a.dtype or t.device != a.device or t.is_neg():
+                return None
+        if (bias is not None and bias.is_conj()) or (out is not None and out.is_conj()):
+            return None
+        try:
+            alpha, beta = complex(alpha), complex(beta)
+        except TypeError:
+            return None
+        (raw_a, a_conj), (raw_b, b_conj) = _raw(a), _raw(b)
+        a3, b3 = raw_a[form.lift_a], raw_b[form.lift_b]
+        batch, m, k = a3.shape
+        if b3.shape[0] != batch or b3.shape[1] != k:
+            return None
+        shape = tuple((batch, m, b3.shape[2])[d] for d in form.result_dims)
+        reads_bias = bias is not None and beta != 0
+        if bias is not None:
+            try:
+                if common.broadcast_shape(bias.shape, shape) != shape:
+                    return None
+            except RuntimeError:
+                return None
+        written = bias if self.product.in_place else out
+        if written is not None and (written.shape != shape or (reads_bias and written is out)
+                                    or any(n > 1 and st == 0 for n, st in zip(written.shape, written.stride()))):
+            return None  # resized, an addend it may overlap, or elements written twice: _complex_product's care
+        params = {"op": "matmul", "dtype": common.dtype_name(a), "conj_a": a_conj != self.product.conj_a,
+                  "conj_b": b_conj}
+        module = getattr(self.load(params, tuple(params.values())), "module", None)
+        if module is None or not launcher.launcher(module.complex_matmul_kernel).direct:
+            return None
+        if min(m, b3.shape[2]) > module.THIN:
+            return None
+        out3 = (torch.empty(shape, dtype=a.dtype, device=a.device) if written is None else written)[form.lift_result]
+        c3 = bias.expand(shape)[form.lift_result] if reads_bias else None
+        scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
+        return _Thin(shape, module.thin_key(a3, b3, out3, c3, scalars), scalars, a_conj, b_conj, reads_bias, module)

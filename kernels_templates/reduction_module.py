@@ -131,8 +131,8 @@ def _splits(kept_programs, chunks, device):
 @functools.lru_cache(maxsize=512)
 def _geometry(sizes, strides, dims, device):
     """What a launch over x (sizes, strides in complex elements) reducing `dims` takes besides pointers and
-    scalars: (grid programs, splits, the geometry arguments, the block constexprs, the split chunk), or None when
-    more dims survive collapsing than the kernel indexes. Computed once per shape, layout and device."""
+    scalars: (grid programs, splits, the geometry arguments, the reduce kernel's constexprs per launch, the finish
+    kernel's), or None when more dims survive collapsing than the kernel indexes. Computed once per shape, layout and device."""
     strides = [2 * stride for stride in strides]  # in parts
     kept = [d for d in range(len(sizes)) if d not in dims]
     reduced = sorted(dims, key=lambda d: -abs(strides[d]))
@@ -159,36 +159,41 @@ def _geometry(sizes, strides, dims, device):
                 *kept_strides, *reduced_sizes[1:], *reduced_strides)
     blocks = dict(KEPT_BLOCK=kept_block, REDUCED_BLOCK=reduced_block, ORDER=order, num_warps=NUM_WARPS)
     split_chunk = min(next_power_of_2(splits), max(1, TILE // kept_block))
-    return kept_programs, splits, geometry, blocks, split_chunk
+    # shared by every launch of this geometry: launches only read them
+    phases = range(1, PHASES + 1) if splits > 1 else [0]
+    constexprs = [dict(SPLIT_CHUNK=split_chunk if phase else 1, PHASE=phase, **blocks) for phase in phases]
+    finish_constexprs = dict(KEPT_BLOCK=kept_block, SPLIT_CHUNK=split_chunk, num_warps=FINISH_WARPS)
+    return kept_programs, splits, geometry, constexprs, finish_constexprs
 
 
-def _launch(x, dims, outputs, scalars):
-    """Complex tensors go to the launcher as they are: it reads them through view_as_real
-    (launcher.Launcher.launch_pointers)."""
+def launch(x, dims, outputs, scalars, eager=False):
+    """The launches reducing x over `dims` into contiguous `outputs`, on the current device. Complex tensors go
+    to the launcher as they are: it reads them through view_as_real (launcher.Launcher.launch_pointers). eager:
+    the caller holds real tensors outside any tracing (an adapter's plan), whatever wrap_triton's switch says."""
     key = (x.shape, x.stride(), tuple(dims), x.device)
-    found = _geometry.__wrapped__(*key) if traced() else _geometry(*key)  # traced sizes may be symbolic
+    # traced sizes may be symbolic
+    found = _geometry(*key) if eager or not traced() else _geometry.__wrapped__(*key)
     if found is None:
         kept = [d for d in range(x.dim()) if d not in dims]
         reduced = sorted(dims, key=lambda d: -abs(x.stride(d)))
         flat = x.permute(kept + reduced).contiguous()
-        return _launch(flat, list(range(len(kept), x.dim())), outputs, scalars)
-    kept_programs, splits, geometry, blocks, split_chunk = found
-    key += tuple(map(type, scalars))
+        return launch(flat, list(range(len(kept), x.dim())), outputs, scalars, eager)
+    kept_programs, splits, geometry, constexprs, finish_constexprs = found
+    if scalars:
+        key += tuple(map(type, scalars))
     if splits == 1:
         launcher(_reduce_kernel).launch_pointers(
-            key, (kept_programs, 1), (x, *outputs, *scalars, x, *geometry), dict(SPLIT_CHUNK=1, PHASE=0, **blocks),
-            (x, *outputs, x))
+            key, (kept_programs, 1), (x, *outputs, *scalars, x, *geometry), constexprs[0], (x, *outputs, x), eager)
         return
-    partials = torch.empty((PARTIAL_VALUES, kept_programs, splits, blocks["KEPT_BLOCK"]), dtype=torch.float32,
-                           device=x.device)
+    partials = torch.empty((PARTIAL_VALUES, kept_programs, splits, finish_constexprs["KEPT_BLOCK"]),
+                           dtype=torch.float32, device=x.device)
     for phase in range(1, PHASES + 1):
         launcher(_reduce_kernel).launch_pointers(
-            (key, phase), (kept_programs, splits), (x, *outputs, *scalars, partials, *geometry),
-            dict(SPLIT_CHUNK=split_chunk, PHASE=phase, **blocks), (x, *outputs, partials))
+            (key, phase), (kept_programs, splits), (x, *outputs, *scalars, partials, *geometry), constexprs[phase - 1],
+            (x, *outputs, partials), eager)
     launcher(_finish_kernel).launch_pointers(
-        key, (kept_programs,), (partials, *outputs, *scalars, *geometry[:3]),
-        dict(KEPT_BLOCK=blocks["KEPT_BLOCK"], SPLIT_CHUNK=split_chunk, num_warps=FINISH_WARPS),
-        (partials, *outputs))
+        key, (kept_programs,), (partials, *outputs, *scalars, *geometry[:3]), finish_constexprs, (partials, *outputs),
+        eager)
 
 
 def run(x: torch.Tensor, dims: list[int], $run_scalars$run_outputs) -> None:
@@ -198,7 +203,7 @@ def run(x: torch.Tensor, dims: list[int], $run_scalars$run_outputs) -> None:
     targets = [t if t.is_contiguous() else torch.empty(t.shape, dtype=t.dtype, device=t.device) for t in outputs]
     if targets[0].numel():
         with on_device_of(x):
-            _launch(x, dims, targets, [$scalar_names])
+            launch(x, dims, targets, [$scalar_names])
     for target, output in zip(targets, outputs):
         if target is not output:
             output.copy_(target)

@@ -31,7 +31,6 @@ opposite sign would cancel.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
 import textwrap
@@ -39,7 +38,7 @@ from typing import NamedTuple
 
 import torch
 
-from . import common
+from . import common, launcher
 from .reduction_module import COMPLEX_MUL, MAGNITUDE, MODULE, NAN_MAX, NAN_MIN
 
 FAMILY = "reductions"
@@ -365,48 +364,106 @@ def _correction(call: dict) -> float:
     return 1.0 if call.get("correction") is None else float(call["correction"])
 
 
-@functools.lru_cache(maxsize=None)
-def _output_names(name: str) -> tuple[str, ...]:
-    return tuple(a for a, kwarg_only, _ in common.schema_arguments(name) if kwarg_only and a.startswith("out"))
+class _Reduction:
+    """The adapter of one reduction overload. Its plan (kernels_templates/common.py) checks self's kind once and
+    keeps, per signature of values (self's shape, strides and device, dims, keepdim, correction, ord), what a call
+    with them computes: outputs, kernel, scalars."""
 
+    def __init__(self, op: str, name: str) -> None:
+        self.op, self.name = op, name
+        arguments = common.schema_arguments(name)
+        self.output_names = tuple(a for a, kwarg_only, _ in arguments if kwarg_only and a.startswith("out"))
+        # what the result depends on besides self
+        self.value_names = tuple(a for a, _, _ in arguments if a in ("dim", "keepdim", "correction", "unbiased", "ord"))
+        self.__name__ = self.__qualname__ = f"adapt_{name.removeprefix('aten::').replace('.', '_')}"
 
-def _reduction_adapter(op: str, name: str):
-    def adapter(load, args, kwargs, device_type):
-        plain = common.plain_self_call(name, args, kwargs)
+    def __call__(self, load, args, kwargs, device_type):
+        planned = self.plan(load, args, kwargs, device_type)
+        return NotImplemented if planned is None else planned(args, kwargs)
+
+    def plan(self, load, args, kwargs, device_type):
+        plain = common.plain_self_call(self.name, args, kwargs)  # self's dtype and flags, and dtype=: kinds
         if plain is None:
-            return NotImplemented
-        call, x, dtype = plain
+            return None
+        read = common.argument_reader(self.name, args, kwargs, ("self", *self.value_names, *self.output_names))
+        return _ReductionPlan(self, load, plain[2], read)
+
+    def prepare(self, load, x: torch.Tensor, dtype: str, values: tuple):
+        """What a call with these values computes, as a _Prepared, or None where the upcast path takes it."""
+        call = dict(zip(self.value_names, values))
         dims = _reduced_dims(x, call.get("dim"))
         if dims is None:
-            return NotImplemented
+            return None
+        op = self.op
         params, scalars = {"op": op, "dtype": dtype}, []
         if op in VARIANCE_OPS:
             scalars.append(_correction(call))
         if op == "vector_norm":
             params["ord"] = _norm_order(call["ord"])
             if params["ord"] is None:
-                return NotImplemented
+                return None
             if params["ord"] == "p":
                 scalars.append(float(call["ord"]))
             if params["ord"] in ("inf", "-inf") and any(x.shape[d] == 0 for d in dims):
-                return NotImplemented  # ATen raises: these norms have no identity
+                return None  # ATen raises: these norms have no identity
         shape = _result_shape(x, dims, bool(call.get("keepdim")))
-        real = REAL_DTYPES[dtype]
-        specs = [(shape, x.dtype)] if op in COMPLEX_RESULT_OPS else [(shape, real)]
+        shape = tuple(shape)  # torch.empty parses a tuple faster than a list
+        specs = [(shape, x.dtype if op in COMPLEX_RESULT_OPS else REAL_DTYPES[dtype])]
         if op.endswith("_mean"):
             specs.append((shape, x.dtype))
-        output_names = _output_names(name)
-        if output_names:
-            outs = [call[o] for o in output_names]
-            if not prepare_outs(outs, specs, x):
-                return NotImplemented
-        else:
-            outs = [torch.empty(s, dtype=d, device=x.device) for s, d in specs]
-        load(params, (op, dtype, params.get("ord")))(x, dims, *scalars, *outs)
-        return tuple(outs) if len(outs) > 1 else outs[0]
+        run = load(params, (op, dtype, params.get("ord")))
+        module = getattr(run, "module", None)  # what engine.load_kernel returns carries its module
+        # interpreted kernels run one at a time through `run` (engine._one_at_a_time)
+        direct = module is not None and launcher.launcher(module._reduce_kernel).direct
+        return _Prepared(specs, tuple(dims), tuple(scalars), run, module if direct else None)
 
-    adapter.__name__ = adapter.__qualname__ = f"adapt_{name.removeprefix('aten::').replace('.', '_')}"
-    return adapter
+
+class _Prepared(NamedTuple):
+    """A reduction for one signature of values: its outputs' (shape, dtype), the dims reduced, the kernel's
+    scalars, the module's `run`, and the module when the plan may launch its kernels itself (else None)."""
+
+    specs: list
+    dims: tuple
+    scalars: tuple
+    run: object
+    module: object
+
+
+_DECLINED = object()
+
+
+class _ReductionPlan:
+    """A reduction's calls of one kind: functional ones allocate their outputs and launch the module's kernels
+    themselves; out= ones check their outputs per call and go through the module's `run`."""
+
+    def __init__(self, reduction: _Reduction, load, dtype: str, read) -> None:
+        self.reduction, self.load, self.dtype, self.read = reduction, load, dtype, read
+        self.count, self.writes = len(reduction.value_names), bool(reduction.output_names)
+        self.memo = common.Memo()
+
+    def __call__(self, args, kwargs):
+        x, *values = self.read(args, kwargs)
+        key = (x.shape, x.stride(), x.device, *values[:self.count])
+        prepared = self.memo.get(key)
+        if prepared is None:
+            prepared = self.reduction.prepare(self.load, x, self.dtype, values[:self.count]) or _DECLINED
+            self.memo.keep(key, prepared)
+        if prepared is _DECLINED:
+            return NotImplemented
+        if self.writes:
+            outs = values[self.count:]
+            if not prepare_outs(outs, prepared.specs, x):
+                return NotImplemented
+            prepared.run(x, list(prepared.dims), *prepared.scalars, *outs)
+        else:
+            device = x.device
+            outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in prepared.specs]
+            if prepared.module is not None and launcher.on_current_device(x):
+                if outs[0].numel():
+                    prepared.module.launch(x, prepared.dims, outs, prepared.scalars, eager=True)
+            else:
+                prepared.run(x, list(prepared.dims), *prepared.scalars, *outs)
+        return tuple(outs) if len(outs) > 1 else outs[0]
 
 
 _OVERLOADS = {
@@ -421,4 +478,4 @@ _OVERLOADS = {
     "vector_norm": ("aten::linalg_vector_norm", "aten::linalg_vector_norm.out"),
 }
 
-ATEN = {name: _reduction_adapter(op, name) for op, names in _OVERLOADS.items() for name in names}
+ATEN = {name: _Reduction(op, name) for op, names in _OVERLOADS.items() for name in names}

@@ -28,7 +28,7 @@ import textwrap
 
 import torch
 
-from . import common
+from . import common, launcher
 from .reductions import prepare_outs
 
 FAMILY = "scans"
@@ -234,8 +234,8 @@ def _splits(kept_programs, chunks, device):
 @functools.lru_cache(maxsize=512)
 def _geometry(sizes, x_strides, out_strides, dim, device):
     """What a scan of x into out along `dim` takes besides pointers (sizes and strides in complex elements):
-    (grid programs, splits, the range totals' arguments, the scan's arguments, the block constexprs, the split
-    chunk), or None when more kept dims survive collapsing than the kernel indexes. Computed once per shape,
+    (grid programs, splits, the range totals' arguments, the scan's arguments, the range totals' constexprs, the
+    scan's), or None when more kept dims survive collapsing than the kernel indexes. Computed once per shape,
     layouts and device."""
     sizes = list(sizes) or [1]
     x_strides, out_strides = [2 * st for st in x_strides] or [0], [2 * st for st in out_strides] or [0]
@@ -265,28 +265,31 @@ def _geometry(sizes, x_strides, out_strides, dim, device):
     scan_arguments = (n_kept, n_scanned, splits, per_split, *kept_sizes[1:], *x_kept, *out_kept, x_strides[dim],
                       out_strides[dim])
     split_chunk = min(next_power_of_2(splits), max(1, TILE // kept_block))
-    return kept_programs, splits, totals_arguments, scan_arguments, blocks, split_chunk
+    # shared by every launch of this geometry: launches only read them
+    scan_constexprs = dict(SPLIT=splits > 1, SPLIT_CHUNK=split_chunk, **blocks)
+    return kept_programs, splits, totals_arguments, scan_arguments, blocks, scan_constexprs
 
 
-def _launch(x, dim, out):
-    """Complex tensors go to the launcher as they are: it reads them through view_as_real
-    (launcher.Launcher.launch_pointers)."""
+def launch(x, dim, out, eager=False):
+    """The launches scanning x along `dim` into out, on the current device. Complex tensors go to the launcher as
+    they are: it reads them through view_as_real (launcher.Launcher.launch_pointers). eager: the caller holds
+    real tensors outside any tracing (an adapter's plan), whatever wrap_triton's switch says."""
     key = (x.shape, x.stride(), out.stride(), dim, x.device)
-    found = _geometry.__wrapped__(*key) if traced() else _geometry(*key)  # traced sizes may be symbolic
+    # traced sizes may be symbolic
+    found = _geometry(*key) if eager or not traced() else _geometry.__wrapped__(*key)
     if found is None:
         contiguous = torch.empty(x.shape, dtype=out.dtype, device=out.device)
-        _launch(x.contiguous(), dim, contiguous)
+        launch(x.contiguous(), dim, contiguous, eager)
         out.copy_(contiguous)
         return
-    kept_programs, splits, totals_arguments, scan_arguments, blocks, split_chunk = found
+    kept_programs, splits, totals_arguments, scan_arguments, blocks, scan_constexprs = found
     totals = x
     if splits > 1:
         totals = torch.empty((kept_programs, splits, blocks["KEPT_BLOCK"], 2), dtype=torch.float32, device=x.device)
         launcher(_range_totals_kernel).launch_pointers(
-            key, (kept_programs, splits), (x, totals, *totals_arguments), blocks, (x, totals))
+            key, (kept_programs, splits), (x, totals, *totals_arguments), blocks, (x, totals), eager)
     launcher(_scan_kernel).launch_pointers(
-        key, (kept_programs, splits), (x, out, totals, *scan_arguments),
-        dict(SPLIT=splits > 1, SPLIT_CHUNK=split_chunk, **blocks), (x, out, totals))
+        key, (kept_programs, splits), (x, out, totals, *scan_arguments), scan_constexprs, (x, out, totals), eager)
 
 
 def run(x: torch.Tensor, dim: int, out: torch.Tensor) -> None:
@@ -294,7 +297,7 @@ def run(x: torch.Tensor, dim: int, out: torch.Tensor) -> None:
     (out may be x itself)."""
     if x.numel():
         with on_device_of(x):
-            _launch(x, dim, out)
+            launch(x, dim, out)
 '''
 
 _COMPLEX_MUL = '''
@@ -382,39 +385,81 @@ def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
     return (a.shape, a.stride(), a.storage_offset()) == (b.shape, b.stride(), b.storage_offset())
 
 
-def _scan_adapter(op: str, name: str):
-    in_place = name.endswith("_")
-    with_out = name.endswith(".out")
+class _Scan:
+    """The adapter of one scan overload. Its plan (kernels_templates/common.py) checks self's kind once and keeps,
+    per signature of values (self's shape, strides and device, dim), the dim scanned and the kernel; functional
+    and in-place calls then launch the module's kernels themselves, out= calls check out and go through `run`."""
 
-    def adapter(load, args, kwargs, device_type):
-        plain = common.plain_self_call(name, args, kwargs)
+    def __init__(self, op: str, name: str) -> None:
+        self.op, self.name = op, name
+        self.in_place, self.with_out = name.endswith("_"), name.endswith(".out")
+        self.__name__ = self.__qualname__ = f"adapt_{name.removeprefix('aten::').replace('.', '_')}"
+
+    def __call__(self, load, args, kwargs, device_type):
+        planned = self.plan(load, args, kwargs, device_type)
+        return NotImplemented if planned is None else planned(args, kwargs)
+
+    def plan(self, load, args, kwargs, device_type):
+        plain = common.plain_self_call(self.name, args, kwargs)  # self's dtype and flags, and dtype=: kinds
         if plain is None:
-            return NotImplemented
-        call, x, dtype = plain
-        dim = _scan_dim(x, call["dim"])
+            return None
+        names = ("self", "dim", "out") if self.with_out else ("self", "dim")
+        return _ScanPlan(self, load, plain[2], common.argument_reader(self.name, args, kwargs, names))
+
+    def prepare(self, load, x: torch.Tensor, dtype: str, dim: int):
+        """(dim, the module's `run`, the module when the plan may launch its kernels itself), or None where the
+        upcast path takes the call."""
+        dim = _scan_dim(x, dim)
         if dim is None:
+            return None
+        if self.in_place and torch._debug_has_internal_overlap(x) == 1:
+            return None  # elements sharing memory: ATen refuses to write them
+        run = load({"op": self.op, "dtype": dtype}, (self.op, dtype))
+        module = getattr(run, "module", None)  # what engine.load_kernel returns carries its module
+        # interpreted kernels run one at a time through `run` (engine._one_at_a_time)
+        direct = module is not None and launcher.launcher(module._scan_kernel).direct
+        return dim, run, module if direct else None
+
+
+_DECLINED = object()
+
+
+class _ScanPlan:
+    def __init__(self, scan: _Scan, load, dtype: str, read) -> None:
+        self.scan, self.load, self.dtype, self.read = scan, load, dtype, read
+        self.in_place, self.with_out = scan.in_place, scan.with_out
+        self.memo = common.Memo()
+
+    def __call__(self, args, kwargs):
+        x, dim, *out = self.read(args, kwargs)
+        key = (x.shape, x.stride(), x.device, dim)
+        prepared = self.memo.get(key)
+        if prepared is None:
+            prepared = self.memo.keep(key, self.scan.prepare(self.load, x, self.dtype, dim) or _DECLINED)
+        if prepared is _DECLINED:
             return NotImplemented
-        if in_place:
-            if torch._debug_has_internal_overlap(x) == 1:
-                return NotImplemented  # elements sharing memory: ATen refuses to write them
-            out = x
-        elif with_out:
-            out = call["out"]
+        dim, run, module = prepared
+        if self.with_out:
+            out = out[0]
             if isinstance(out, torch.Tensor) and common.shares_memory(out, x) and not _same_view(out, x):
                 return NotImplemented  # a partial overlap would read values already overwritten
             if not prepare_outs([out], [(x.shape, x.dtype)], x, may_alias=True):
                 return NotImplemented
+            module = None
+        elif self.in_place:
+            out = x
         else:
-            out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
-        load({"op": op, "dtype": dtype}, (op, dtype))(x, dim, out)
+            out = torch.empty_like(x, memory_format=torch.contiguous_format)  # about 1 us less than torch.empty
+        if module is not None and launcher.on_current_device(x):
+            if x.numel():
+                module.launch(x, dim, out, eager=True)
+        else:
+            run(x, dim, out)
         return out
-
-    adapter.__name__ = adapter.__qualname__ = f"adapt_{name.removeprefix('aten::').replace('.', '_')}"
-    return adapter
 
 
 ATEN = {
-    name: _scan_adapter(op, name)
+    name: _Scan(op, name)
     for op in OPS
     for name in (f"aten::{op}", f"aten::{op}_", f"aten::{op}.out")
 }
