@@ -344,21 +344,26 @@ def _launch_contiguous(kernel, block, numel, tensors, scalars, eager: bool = Fal
     specialization here, so a Launcher repeats the launch with the complex tensors themselves as pointers
     (launcher.Launcher.launch_pointers). eager: the caller holds real tensors outside any tracing (an adapter's
     plan, not a module's `run`)."""
-    stride = 1 if numel > 1 else 0  # collapse_dims leaves [numel] with stride 1, or [1] with stride 0
+    grid, key, constexprs, stride = contiguous_launch(block, numel, tensors, scalars)
     args = []
     for t in tensors:
         args += (t, stride, 0, 0, 0)
     args += (*scalars, numel, 1, 1, 1)
-    # a constexpr: under symbolic tracing, bool() guards on it rather than passing a symbolic one along
-    wide = bool(numel >= INT32_LIMIT or (2 * numel >= INT32_LIMIT and any(t.is_complex() for t in tensors)))
-    constexprs = _constexprs(block, wide, len(tensors))
-    grid = ((numel + block - 1) // block,)
     if kernel.__class__ is launcher.Launcher:
-        key = (numel, wide, *map(type, scalars)) if scalars else (numel, wide)
         kernel.launch_pointers(key, grid, args, constexprs, tensors, eager)
     else:
         views = [torch.view_as_real(a) if isinstance(a, torch.Tensor) and a.is_complex() else a for a in args]
         kernel[grid](*views, **constexprs)
+
+
+def contiguous_launch(block: int, numel, tensors, scalars) -> tuple:
+    """(grid, the launcher's key, constexprs, the operands' stride) of _launch_contiguous's launch: the same for
+    every call with this element count and these kinds of tensors and scalars (an adapter's plan keeps it)."""
+    stride = 1 if numel > 1 else 0  # collapse_dims leaves [numel] with stride 1, or [1] with stride 0
+    # a constexpr: under symbolic tracing, bool() guards on it rather than passing a symbolic one along
+    wide = bool(numel >= INT32_LIMIT or (2 * numel >= INT32_LIMIT and any(t.is_complex() for t in tensors)))
+    key = (numel, wide, *map(type, scalars)) if scalars else (numel, wide)
+    return ((numel + block - 1) // block,), key, _constexprs(block, wide, len(tensors)), stride
 
 
 @functools.lru_cache(maxsize=None)

@@ -18,7 +18,7 @@ import torch
 
 from . import common, launcher
 from .common import broadcast_shape
-from .elementwise import BOOL, COMPLEX, INTERLEAVED, PART_DTYPE, SCALAR, _launch_contiguous
+from .elementwise import BOOL, COMPLEX, INTERLEAVED, PART_DTYPE, SCALAR, contiguous_launch
 
 NUMBER_TYPES = (bool, int, float, complex)
 
@@ -121,6 +121,7 @@ class _Plan:
         # interpreted kernels run one at a time through `run` (engine._one_at_a_time)
         self.kernel = kernel if kernel is not None and kernel.direct else None
         self.block = module.BLOCK if module is not None else None
+        self.launches = common.Memo()  # numel -> _launch_contiguous's launch (elementwise.contiguous_launch)
 
     def __call__(self, args: tuple, kwargs: dict):
         if self.declines is not None and self.declines(args, kwargs):
@@ -163,8 +164,17 @@ class _Plan:
             result = out if out is not None else torch.empty_like(tensors[self.like], dtype=self.result_dtype)
             numel = result.numel()
             if numel:
+                tensors.append(result)
+                launch = self.launches.get(numel)
+                if launch is None:  # the same for every numel-element call of this plan's kinds
+                    launch = self.launches.keep(numel, contiguous_launch(self.block, numel, tensors, scalars))
+                grid, key, constexprs, stride = launch
+                launch_args = []
+                for t in tensors:
+                    launch_args += (t, stride, 0, 0, 0)
                 # routed calls hold real tensors: no wrap_triton (as the engine runs a module's `run`)
-                _launch_contiguous(self.kernel, self.block, numel, (*tensors, result), scalars, eager=True)
+                self.kernel.launch_pointers(key, grid, (*launch_args, *scalars, numel, 1, 1, 1), constexprs, tensors,
+                                            True)
             return result
         return self._through_run(values, scalars, out)
 
