@@ -5,6 +5,7 @@ process: the template tests' process runs Triton's interpreter, which has no com
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -116,14 +117,18 @@ def _traced_launches(run, args) -> list[int]:
 
 
 def _plan_cases():
-    """(family, overload, args, kwargs): calls the elementwise plans launch themselves (contiguous operands of one
-    shape), an aligned and an odd size each."""
+    """(family, overload, args, kwargs): calls the plans launch themselves. Elementwise: contiguous operands of one
+    shape, an aligned and an odd size each. The other families: their common small calls, one operand misaligned
+    (a slice one element in) or transposed, out= and in place where the plan writes them directly."""
     import torch
+
+    def complex32(*shape, seed=0):
+        return torch.randn(shape, dtype=torch.complex64, generator=torch.Generator().manual_seed(seed)).to(
+            torch.complex32)
 
     cases = []
     for size in (64, 37):
-        x, y, z = (torch.randn(size, dtype=torch.complex64, generator=torch.Generator().manual_seed(seed))
-                   .to(torch.complex32) for seed in range(3))
+        x, y, z = (complex32(size, seed=seed) for seed in range(3))
         cases += [
             ("unary", "aten::exp", (x,), {}),
             ("unary", "aten::abs", (x,), {}),
@@ -134,6 +139,27 @@ def _plan_cases():
             ("binary", "aten::div.out", (x, y), {"out": torch.empty_like(x)}),
             ("ternary", "aten::addcmul", (x, y, z), {"value": 0.5}),
         ]
+    for x in (complex32(8), complex32(9)[1:]):
+        cases += [
+            ("reductions", "aten::sum", (x,), {}),
+            ("reductions", "aten::sum.dim_IntList", (x, [0], True), {}),
+            ("reductions", "aten::var.correction", (x,), {"correction": 0}),
+            ("reductions", "aten::linalg_vector_norm", (x, 3.0), {}),
+            ("scans", "aten::cumsum", (x, 0), {}),
+            ("scans", "aten::cumsum_", (x.clone(), 0), {}),
+            ("fft", "aten::_fft_c2c", (x, [0], 0, True), {}),
+            ("fft", "aten::_fft_r2c", (torch.view_as_real(x)[:, 0], [0], 1, True), {}),
+            ("fft", "aten::_fft_c2r", (x[:5], [0], 2, 8), {}),
+        ]
+    m, v = complex32(4, 4, seed=1), complex32(4, seed=2)
+    cases += [
+        ("matmul", "aten::mm", (m, m), {}),
+        ("matmul", "aten::mm", (m.t().conj(), complex32(4, 5, seed=3)[:, 1:].t()), {}),
+        ("matmul", "aten::addmm", (m, m, m), {"beta": 0.5, "alpha": 2j}),
+        ("matmul", "aten::addmv_", (torch.empty(4, dtype=torch.complex32), m, v), {"beta": 0}),
+        ("matmul", "aten::mv.out", (m, v), {"out": torch.empty(4, dtype=torch.complex32)}),
+        ("matmul", "aten::dot", (v, v[:4]), {}),
+    ]
     return cases
 
 
@@ -149,19 +175,24 @@ def _compare_plans(families, workspace: Path, received: list, inputs: list) -> d
     def loader(family, with_module):
         def load(params, key=None):
             params = {**params, "interpret": False}
-            name = f"plan_{family}_{params['op']}_{params['out']}_{'_'.join(params['scalars'])}"
+            name = f"plan_{family}_{hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:16]}"
             if name not in modules:
                 path = workspace / f"{name}.py"
                 path.write_text(families[family].render(params))
                 modules[name] = common.exec_source(path.read_text(), f"launcher_test_{name}", filename=str(path))
-            run = launcher.eager_calls(modules[name].run)
+            eager_run = launcher.eager_calls(modules[name].run)
+
+            def run(*args, **kwargs):
+                result["runs"] += 1
+                return eager_run(*args, **kwargs)
+
             if with_module:
                 run.module = modules[name]
             return run
 
         return load
 
-    result = {"cases": 0, "equal": 0, "direct_launches": 0, "unequal": []}
+    result = {"cases": 0, "equal": 0, "direct_launches": 0, "unequal": [], "runs": 0, "through_run": []}
     for family, overload, args, kwargs in _plan_cases():
         adapter = families[family].ATEN[overload]
         inputs[:] = [*args, *kwargs.values()]
@@ -174,7 +205,10 @@ def _compare_plans(families, workspace: Path, received: list, inputs: list) -> d
         plan(args, kwargs)
         received.clear()
         before = sum(launcher.launcher(k).direct_launches for m in modules.values() for k in _kernels(m))
+        runs = result["runs"]
         plan(args, kwargs)
+        if result["runs"] != runs:
+            result["through_run"].append(f"{overload} {args[0].shape}")
         result["direct_launches"] += sum(launcher.launcher(k).direct_launches
                                          for m in modules.values() for k in _kernels(m)) - before
         result["cases"] += 1
@@ -233,8 +267,8 @@ def test_direct_launches_pass_what_triton_passes():
     assert len(result["float_specializations"]) == 1, result["float_specializations"]
     assert len(result["traced"]) == 2 * result["cases"] and min(result["traced"]) >= 1, result["traced"]
     plans = result["plans"]
-    assert plans["unequal"] == [] and plans["cases"] == 16 and plans["equal"] == plans["cases"]
-    assert plans["direct_launches"] == plans["cases"]
+    assert plans["unequal"] == [] and plans["cases"] == 40 and plans["equal"] == plans["cases"]
+    assert plans["direct_launches"] >= plans["cases"] and plans["through_run"] == []
 
 
 @pytest.mark.parametrize("shape", [(8,), (1,), (3, 5), (1, 1), (2, 1, 7), ()])
