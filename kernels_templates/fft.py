@@ -261,13 +261,29 @@ def launch_rows(views, x, out, scale, *extra, eager=False):
     views, or any tensors with their data pointers and dtypes (an adapter's plan passes the ATen tensors). They go
     to the launcher as they are: it reads complex ones through view_as_real (launcher.Launcher.launch_pointers).
     eager: the caller holds real tensors outside any tracing, whatever wrap_triton's switch says.\"\"\"
+    key, grid, arguments, constexprs = _rows_launch(views, scale, extra, eager or not traced())
+    launcher($kernel).launch_pointers(key, grid, (x, out, *arguments), constexprs, (x, out), eager)
+
+
+def prepared_rows(views, scale, *extra):
+    \"\"\"For an adapter's plan: (x, out) -> launch_rows(views, x, out, scale, *extra, eager=True), with everything
+    but the pointers computed now.\"\"\"
+    key, grid, arguments, constexprs = _rows_launch(views, scale, extra, True)
+    kernel = launcher($kernel)
+
+    def launch_prepared(x, out):
+        kernel.launch_pointers(key, grid, (x, out, *arguments), constexprs, (x, out), True)
+
+    return launch_prepared
+
+
+def _rows_launch(views, scale, extra, concrete):
+    \"\"\"(the launcher's key, grid, the arguments after the pointers, constexprs); concrete: sizes are not symbolic.\"\"\"
     x_shape, x_stride, _, out_stride = views
     rows, inner_rows = x_shape[0] * x_shape[1], x_shape[1]
-    # traced sizes may be symbolic
-    constexprs = _constexprs(*views) if eager or not traced() else _constexprs.__wrapped__(*views)
-    launcher($kernel).launch_pointers(
-        (*views, *extra, type(scale)), (cdiv(rows, ROWS),),
-        (x, out, rows, inner_rows, *extra, *x_stride, *out_stride, scale), constexprs, (x, out), eager)
+    constexprs = _constexprs(*views) if concrete else _constexprs.__wrapped__(*views)
+    return ((*views, *extra, type(scale)), (cdiv(rows, ROWS),), (rows, inner_rows, *extra, *x_stride, *out_stride,
+            scale), constexprs)
 
 
 def run(x: torch.Tensor, out: torch.Tensor, scale: float) -> None:
@@ -479,8 +495,7 @@ class _TransformPlan:
         shape, dtype, passes, scale, direct = prepared
         if direct is not None and "out" not in kwargs and launcher.on_current_device(x):
             out = torch.empty(shape, dtype=dtype, device=x.device)
-            module, views, extra = direct
-            module.launch_rows(views, x, out, scale, *extra, eager=True)
+            direct(x, out)
             return out
         out = _output(kwargs, shape, dtype, x)
         if out is None:
@@ -488,8 +503,8 @@ class _TransformPlan:
         return _run_passes(self.load, x, out, passes, scale)
 
     def _prepare(self, x, dims, normalization, last):
-        """(shape, dtype, passes, scale, direct) for these values, direct (module, its launch_rows views, extra
-        arguments) where a fresh output's transform is one pass the plan may launch itself, else None."""
+        """(shape, dtype, passes, scale, direct) for these values, direct the module's prepared_rows where a fresh
+        output's transform is one pass the plan may launch itself, else None."""
         described = self.describe(x, dims, normalization, last)
         if described is None or described[3] is None:
             return _DECLINED
@@ -504,7 +519,8 @@ class _TransformPlan:
                     and launcher.launcher(getattr(module, f"{params['op']}_kernel")).direct):
                 x_view, out_view = views
                 extra = (out_view.shape[2],) if params["op"] == "fft_r2c" else ()
-                direct = module, (x_view.shape, x_view.stride(), out_view.shape, out_view.stride()), extra
+                views = (x_view.shape, x_view.stride(), out_view.shape, out_view.stride())
+                direct = module.prepared_rows(views, scale, *extra)
         return shape, dtype, passes, scale, direct
 
 

@@ -387,19 +387,30 @@ def launch_thin(key, a, b, out, c, scalars, eager=False):
     parts). a, b, out, c: the tensors key describes, or any with their data pointers and dtypes (an adapter's plan
     passes the ATen operands, before lifting them to three dims); c None: no addend. eager: the caller holds real
     tensors outside any tracing, whatever wrap_triton's switch says."""
+    found = _pairs_geometry(*key) if eager or not traced() else _pairs_geometry.__wrapped__(*key)  # symbolic sizes
+    _launch_thin_geometry(found, key, a, b, out, c, scalars, eager)
+
+
+def prepared_thin(key):
+    """For an adapter's plan: (a, b, out, c, scalars) -> launch_thin(key, a, b, out, c, scalars, eager=True), with
+    the geometry looked up now."""
+    return functools.partial(_launch_thin_geometry, _pairs_geometry(*key), key, eager=True)
+
+
+def _launch_thin_geometry(found, key, a, b, out, c, scalars, eager):
+    programs, splits, integers, constexprs, partials_shape, finish_integers, finish_constexprs = found
+    # the key says which arguments are the same tensor (no addend: c is out; one split: partials are out)
+    tensors = (a, b, out) if c is None else (a, b, out, c)
     c = out if c is None else c
-    programs, splits, integers, constexprs, partials_shape, finish_integers, finish_constexprs = (
-        _pairs_geometry(*key) if eager or not traced() else _pairs_geometry.__wrapped__(*key))  # symbolic sizes
     partials = out
     if splits > 1:
         partials = torch.empty(partials_shape, dtype=torch.float32, device=out.device)
+        tensors += (partials,)
     launcher(complex_matmul_kernel).launch_pointers(
-        key, (programs, splits), (a, b, c, out, partials, *integers, *scalars), constexprs, (a, b, c, out, partials),
-        eager)
+        key, (programs, splits), (a, b, c, out, partials, *integers, *scalars), constexprs, tensors, eager)
     if splits > 1:
         launcher(finish_split_kernel).launch_pointers(
-            key, (programs,), (partials, c, out, *finish_integers, *scalars), finish_constexprs, (partials, c, out),
-            eager)
+            key, (programs,), (partials, c, out, *finish_integers, *scalars), finish_constexprs, tensors[2:], eager)
 
 
 def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torch.Tensor],

@@ -134,16 +134,15 @@ _DECLINED = object()
 
 
 class _Thin(NamedTuple):
-    """A functional thin product for one signature of values: the result's shape, thin_key's key, the kernel's
+    """A thin product for one signature of values: the result's shape, the module's prepared launch, the kernel's
     scalars, whether a and b carry a conj bit to drop (the kernel conjugates), whether bias is read."""
 
     shape: tuple
-    key: tuple
+    launch: object
     scalars: tuple
     conj_a: bool
     conj_b: bool
     reads_bias: bool
-    module: object
 
 
 class _ProductPlan:
@@ -174,8 +173,8 @@ class _ProductPlan:
         if written is None:
             written = torch.empty(thin.shape, dtype=a.dtype, device=a.device)
         if written.numel():
-            thin.module.launch_thin(thin.key, a.conj() if thin.conj_a else a, b.conj() if thin.conj_b else b,
-                                    written, bias if thin.reads_bias else None, thin.scalars, eager=True)
+            thin.launch(a.conj() if thin.conj_a else a, b.conj() if thin.conj_b else b, written,
+                        bias if thin.reads_bias else None, thin.scalars)
         return written
 
     def _prepare(self, a, b, bias, beta, alpha, out) -> _Thin | None:
@@ -220,4 +219,5 @@ class _ProductPlan:
         out3 = (torch.empty(shape, dtype=a.dtype, device=a.device) if written is None else written)[form.lift_result]
         c3 = bias.expand(shape)[form.lift_result] if reads_bias else None
         scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
-        return _Thin(shape, module.thin_key(a3, b3, out3, c3, scalars), scalars, a_conj, b_conj, reads_bias, module)
+        launch = module.prepared_thin(module.thin_key(a3, b3, out3, c3, scalars))
+        return _Thin(shape, launch, scalars, a_conj, b_conj, reads_bias)

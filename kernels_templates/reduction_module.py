@@ -169,7 +169,7 @@ def _geometry(sizes, strides, dims, device):
 def launch(x, dims, outputs, scalars, eager=False):
     """The launches reducing x over `dims` into contiguous `outputs`, on the current device. Complex tensors go
     to the launcher as they are: it reads them through view_as_real (launcher.Launcher.launch_pointers). eager:
-    the caller holds real tensors outside any tracing (an adapter's plan), whatever wrap_triton's switch says."""
+    the caller holds real tensors outside any tracing, whatever wrap_triton's switch says."""
     key = (x.shape, x.stride(), tuple(dims), x.device)
     # traced sizes may be symbolic
     found = _geometry(*key) if eager or not traced() else _geometry.__wrapped__(*key)
@@ -178,12 +178,27 @@ def launch(x, dims, outputs, scalars, eager=False):
         reduced = sorted(dims, key=lambda d: -abs(x.stride(d)))
         flat = x.permute(kept + reduced).contiguous()
         return launch(flat, list(range(len(kept), x.dim())), outputs, scalars, eager)
+    _launch_geometry(found, key + tuple(map(type, scalars)), x, outputs, scalars, eager)
+
+
+def prepared_launch(x, dims, scalars):
+    """For an adapter's plan: (x, outputs, scalars) -> launch(x, dims, outputs, scalars, eager=True) for tensors
+    of this x's shape, strides and device and scalars of these types, with launch's geometry looked up now;
+    None where launch would first copy x (more dims than the kernel indexes)."""
+    key = (x.shape, x.stride(), tuple(dims), x.device)
+    found = _geometry(*key)
+    if found is None:
+        return None
+    return functools.partial(_launch_geometry, found, key + tuple(map(type, scalars)), eager=True)
+
+
+def _launch_geometry(found, key, x, outputs, scalars, eager):
+    """The launches of _geometry's `found`, kept under `key` (which determines it and the scalars' types)."""
     kept_programs, splits, geometry, constexprs, finish_constexprs = found
-    if scalars:
-        key += tuple(map(type, scalars))
     if splits == 1:
+        # x is passed twice: the key says so, one alignment covers both
         launcher(_reduce_kernel).launch_pointers(
-            key, (kept_programs, 1), (x, *outputs, *scalars, x, *geometry), constexprs[0], (x, *outputs, x), eager)
+            key, (kept_programs, 1), (x, *outputs, *scalars, x, *geometry), constexprs[0], (x, *outputs), eager)
         return
     partials = torch.empty((PARTIAL_VALUES, kept_programs, splits, finish_constexprs["KEPT_BLOCK"]),
                            dtype=torch.float32, device=x.device)

@@ -413,20 +413,22 @@ class _Reduction:
             specs.append((shape, x.dtype))
         run = load(params, (op, dtype, params.get("ord")))
         module = getattr(run, "module", None)  # what engine.load_kernel returns carries its module
+        launch = None
         # interpreted kernels run one at a time through `run` (engine._one_at_a_time)
-        direct = module is not None and launcher.launcher(module._reduce_kernel).direct
-        return _Prepared(specs, tuple(dims), tuple(scalars), run, module if direct else None)
+        if module is not None and launcher.launcher(module._reduce_kernel).direct:
+            launch = module.prepared_launch(x, dims, scalars)
+        return _Prepared(specs, tuple(dims), tuple(scalars), run, launch)
 
 
 class _Prepared(NamedTuple):
     """A reduction for one signature of values: its outputs' (shape, dtype), the dims reduced, the kernel's
-    scalars, the module's `run`, and the module when the plan may launch its kernels itself (else None)."""
+    scalars, the module's `run`, and its prepared_launch where the plan may launch the kernels itself (else None)."""
 
     specs: list
     dims: tuple
     scalars: tuple
     run: object
-    module: object
+    launch: object
 
 
 _DECLINED = object()
@@ -458,9 +460,9 @@ class _ReductionPlan:
         else:
             device = x.device
             outs = [torch.empty(shape, dtype=dtype, device=device) for shape, dtype in prepared.specs]
-            if prepared.module is not None and launcher.on_current_device(x):
+            if prepared.launch is not None and launcher.on_current_device(x):
                 if outs[0].numel():
-                    prepared.module.launch(x, prepared.dims, outs, prepared.scalars, eager=True)
+                    prepared.launch(x, outs, prepared.scalars)
             else:
                 prepared.run(x, list(prepared.dims), *prepared.scalars, *outs)
         return tuple(outs) if len(outs) > 1 else outs[0]

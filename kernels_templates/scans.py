@@ -273,7 +273,7 @@ def _geometry(sizes, x_strides, out_strides, dim, device):
 def launch(x, dim, out, eager=False):
     """The launches scanning x along `dim` into out, on the current device. Complex tensors go to the launcher as
     they are: it reads them through view_as_real (launcher.Launcher.launch_pointers). eager: the caller holds
-    real tensors outside any tracing (an adapter's plan), whatever wrap_triton's switch says."""
+    real tensors outside any tracing, whatever wrap_triton's switch says."""
     key = (x.shape, x.stride(), out.stride(), dim, x.device)
     # traced sizes may be symbolic
     found = _geometry(*key) if eager or not traced() else _geometry.__wrapped__(*key)
@@ -282,12 +282,28 @@ def launch(x, dim, out, eager=False):
         launch(x.contiguous(), dim, contiguous, eager)
         out.copy_(contiguous)
         return
+    _launch_geometry(found, key, x, out, eager)
+
+
+def prepared_launch(x, dim, out):
+    """For an adapter's plan: (x, out) -> launch(x, dim, out, eager=True) for tensors of these x's and out's
+    shape, strides and device, with launch's geometry looked up now; None where launch would first copy x."""
+    key = (x.shape, x.stride(), out.stride(), dim, x.device)
+    found = _geometry(*key)
+    return None if found is None else functools.partial(_launch_geometry, found, key, eager=True)
+
+
+def _launch_geometry(found, key, x, out, eager):
+    """The launches of _geometry's `found`, kept under `key` (which determines it)."""
     kept_programs, splits, totals_arguments, scan_arguments, blocks, scan_constexprs = found
-    totals = x
-    if splits > 1:
-        totals = torch.empty((kept_programs, splits, blocks["KEPT_BLOCK"], 2), dtype=torch.float32, device=x.device)
-        launcher(_range_totals_kernel).launch_pointers(
-            key, (kept_programs, splits), (x, totals, *totals_arguments), blocks, (x, totals), eager)
+    if splits == 1:
+        # no totals: the key says x stands in for them
+        launcher(_scan_kernel).launch_pointers(
+            key, (kept_programs, 1), (x, out, x, *scan_arguments), scan_constexprs, (x, out), eager)
+        return
+    totals = torch.empty((kept_programs, splits, blocks["KEPT_BLOCK"], 2), dtype=torch.float32, device=x.device)
+    launcher(_range_totals_kernel).launch_pointers(
+        key, (kept_programs, splits), (x, totals, *totals_arguments), blocks, (x, totals), eager)
     launcher(_scan_kernel).launch_pointers(
         key, (kept_programs, splits), (x, out, totals, *scan_arguments), scan_constexprs, (x, out, totals), eager)
 
@@ -407,8 +423,8 @@ class _Scan:
         return _ScanPlan(self, load, plain[2], common.argument_reader(self.name, args, kwargs, names))
 
     def prepare(self, load, x: torch.Tensor, dtype: str, dim: int):
-        """(dim, the module's `run`, the module when the plan may launch its kernels itself), or None where the
-        upcast path takes the call."""
+        """(dim, the module's `run`, its prepared_launch when the plan may launch the kernels itself), or None
+        where the upcast path takes the call."""
         dim = _scan_dim(x, dim)
         if dim is None:
             return None
@@ -416,12 +432,18 @@ class _Scan:
             return None  # elements sharing memory: ATen refuses to write them
         run = load({"op": self.op, "dtype": dtype}, (self.op, dtype))
         module = getattr(run, "module", None)  # what engine.load_kernel returns carries its module
-        # interpreted kernels run one at a time through `run` (engine._one_at_a_time)
-        direct = module is not None and launcher.launcher(module._scan_kernel).direct
-        return dim, run, module if direct else None
+        launch = None
+        # interpreted kernels run one at a time through `run` (engine._one_at_a_time); out= tensors vary
+        if module is not None and launcher.launcher(module._scan_kernel).direct and not self.with_out:
+            launch = module.prepared_launch(x, dim, x if self.in_place else _fresh_output(x))
+        return dim, run, launch
 
 
 _DECLINED = object()
+
+
+def _fresh_output(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x, memory_format=torch.contiguous_format)  # about 1 us less than torch.empty
 
 
 class _ScanPlan:
@@ -438,21 +460,18 @@ class _ScanPlan:
             prepared = self.memo.keep(key, self.scan.prepare(self.load, x, self.dtype, dim) or _DECLINED)
         if prepared is _DECLINED:
             return NotImplemented
-        dim, run, module = prepared
+        dim, run, launch = prepared
         if self.with_out:
             out = out[0]
             if isinstance(out, torch.Tensor) and common.shares_memory(out, x) and not _same_view(out, x):
                 return NotImplemented  # a partial overlap would read values already overwritten
             if not prepare_outs([out], [(x.shape, x.dtype)], x, may_alias=True):
                 return NotImplemented
-            module = None
-        elif self.in_place:
-            out = x
         else:
-            out = torch.empty_like(x, memory_format=torch.contiguous_format)  # about 1 us less than torch.empty
-        if module is not None and launcher.on_current_device(x):
+            out = x if self.in_place else _fresh_output(x)
+        if launch is not None and launcher.on_current_device(x):
             if x.numel():
-                module.launch(x, dim, out, eager=True)
+                launch(x, out)
         else:
             run(x, dim, out)
         return out
