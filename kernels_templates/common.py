@@ -37,6 +37,10 @@ positional arguments) and whose result serves every later call of that kind:
 
 so checks of kinds and the kernel lookup happen once, checks of values (devices, shapes) per call. The callable
 `load` returns carries its rendered module as `.module`, for a plan that launches the module's kernel itself.
+Plans whose work depends on values (dims, shapes) keep it per value signature in a `Memo`; the modules of those
+families offer a prepared launch (reductions and scans `prepared_launch`, matmul `prepared_thin`, fft
+`prepared_rows`): the module's launch for tensors of one shape and layout, with everything but the pointers
+computed when it is prepared.
 """
 
 from __future__ import annotations
@@ -196,6 +200,19 @@ def _is_list(name: str, argument: str) -> bool:
 
 def _frozen(value):
     return tuple(value) if value.__class__ is list else value
+
+
+class Planned:
+    """An adapter that is its plan: called as a plain adapter, it builds the plan for the call and uses it once."""
+
+    def __call__(self, load, args, kwargs, device_type):
+        planned = self.plan(load, args, kwargs, device_type)
+        return NotImplemented if planned is None else planned(args, kwargs)
+
+
+def adapter_name(overload: str) -> str:
+    """"adapt_sum_dim_IntList" for "aten::sum.dim_IntList": the name an adapter shows in profiles and reprs."""
+    return f"adapt_{overload.removeprefix('aten::').replace('.', '_')}"
 
 
 class Memo(dict):

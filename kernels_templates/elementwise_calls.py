@@ -30,7 +30,7 @@ def complex16_name(value) -> str | None:
     return None
 
 
-class Adapter:
+class Adapter(common.Planned):
     """One ATen overload of an elementwise op.
 
     slots: [(name, COMPLEX | SCALAR | BOOL)] of the op; values(args, kwargs): the values in those slots;
@@ -42,10 +42,6 @@ class Adapter:
                  declines=None) -> None:
         self.op, self.slots, self.values, self.result = op, list(slots), values, result
         self.written, self.inplace, self.declines = written, inplace, declines
-
-    def __call__(self, load, args: tuple, kwargs: dict, device_type: str):
-        planned = self.plan(load, args, kwargs, device_type)
-        return NotImplemented if planned is None else planned(args, kwargs)
 
     def plan(self, load, args: tuple, kwargs: dict, device_type: str):
         """(args, kwargs) -> result or NotImplemented, for calls whose arguments are of the kinds these are;

@@ -458,7 +458,7 @@ def _c2r(x: torch.Tensor, dims, normalization: int, last_dim_size: int):
     return shape, _REAL_OF_COMPLEX[x.dtype], passes, scale
 
 
-class _Transform:
+class _Transform(common.Planned):
     """The adapter of _fft_c2c, _fft_r2c or _fft_c2r (and their out= forms), from `describe`: (x, dims,
     normalization, the op's last argument) -> (result shape, result dtype, passes, scale) or None. Its plan
     (kernels_templates/common.py) keeps that per signature of values (x's shape, strides and device, and the
@@ -467,10 +467,6 @@ class _Transform:
     def __init__(self, describe) -> None:
         self.describe = describe
         self.__name__ = self.__qualname__ = f"fft{describe.__name__}"
-
-    def __call__(self, load, args, kwargs, device_type):
-        planned = self.plan(load, args, kwargs, device_type)
-        return NotImplemented if planned is None else planned(args, kwargs)
 
     def plan(self, load, args, kwargs, device_type):
         return _TransformPlan(self.describe, load) if _plain(args[0]) else None  # flags are the call's kind

@@ -364,7 +364,7 @@ def _correction(call: dict) -> float:
     return 1.0 if call.get("correction") is None else float(call["correction"])
 
 
-class _Reduction:
+class _Reduction(common.Planned):
     """The adapter of one reduction overload. Its plan (kernels_templates/common.py) checks self's kind once and
     keeps, per signature of values (self's shape, strides and device, dims, keepdim, correction, ord), what a call
     with them computes: outputs, kernel, scalars."""
@@ -375,11 +375,7 @@ class _Reduction:
         self.output_names = tuple(a for a, kwarg_only, _ in arguments if kwarg_only and a.startswith("out"))
         # what the result depends on besides self
         self.value_names = tuple(a for a, _, _ in arguments if a in ("dim", "keepdim", "correction", "unbiased", "ord"))
-        self.__name__ = self.__qualname__ = f"adapt_{name.removeprefix('aten::').replace('.', '_')}"
-
-    def __call__(self, load, args, kwargs, device_type):
-        planned = self.plan(load, args, kwargs, device_type)
-        return NotImplemented if planned is None else planned(args, kwargs)
+        self.__name__ = self.__qualname__ = common.adapter_name(name)
 
     def plan(self, load, args, kwargs, device_type):
         plain = common.plain_self_call(self.name, args, kwargs)  # self's dtype and flags, and dtype=: kinds

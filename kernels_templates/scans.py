@@ -401,7 +401,7 @@ def _same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
     return (a.shape, a.stride(), a.storage_offset()) == (b.shape, b.stride(), b.storage_offset())
 
 
-class _Scan:
+class _Scan(common.Planned):
     """The adapter of one scan overload. Its plan (kernels_templates/common.py) checks self's kind once and keeps,
     per signature of values (self's shape, strides and device, dim), the dim scanned and the kernel; functional
     and in-place calls then launch the module's kernels themselves, out= calls check out and go through `run`."""
@@ -409,11 +409,7 @@ class _Scan:
     def __init__(self, op: str, name: str) -> None:
         self.op, self.name = op, name
         self.in_place, self.with_out = name.endswith("_"), name.endswith(".out")
-        self.__name__ = self.__qualname__ = f"adapt_{name.removeprefix('aten::').replace('.', '_')}"
-
-    def __call__(self, load, args, kwargs, device_type):
-        planned = self.plan(load, args, kwargs, device_type)
-        return NotImplemented if planned is None else planned(args, kwargs)
+        self.__name__ = self.__qualname__ = common.adapter_name(name)
 
     def plan(self, load, args, kwargs, device_type):
         plain = common.plain_self_call(self.name, args, kwargs)  # self's dtype and flags, and dtype=: kinds
