@@ -112,8 +112,8 @@ class Launcher:
         self.kernel = kernel
         self.direct = JITFunction is not None and isinstance(kernel, JITFunction)
         self.compiled: dict[tuple, tuple] = {}  # key -> (compiled kernel, names of keyword arguments bound)
-        # (device, debug knobs, a caller's key) -> (the compiled kernel's launcher, function and metadata, the
-        # values of the keyword arguments bound): what launch_pointers repeats
+        # (device, debug knobs, a caller's key) -> (the compiled kernel's launcher, the grid, function and metadata,
+        # the values of the keyword arguments bound): what launch_pointers repeats
         self.known: dict[tuple, tuple] = {}
         self.direct_launches = 0
 
@@ -132,7 +132,7 @@ class Launcher:
             return self._through_triton(grid, args, kwargs, keep)
         compiled, keywords = found
         if keep is not None:
-            self._keep(device, keep, compiled, keywords, kwargs)
+            self._keep(device, keep, compiled, keywords, kwargs, grid)
         stream = driver.active.get_current_stream(device)
         bound = (*args, *(kwargs[name] for name in keywords))
         metadata = compiled.launch_metadata(grid, stream, *bound)
@@ -145,10 +145,11 @@ class Launcher:
     def launch_pointers(self, key, grid: tuple, args, kwargs: dict, tensors, eager: bool = False) -> None:
         """Launch with complex tensors among `args` standing for their view_as_real (a pointer's address is all
         the C launcher reads): the launch kept under `key` plus the dtype and alignment of each of `tensors`
-        (the tensors among `args`), else the one `launch` makes with the views, kept. The caller guarantees that
-        `key` (its geometry: shapes, strides, device, the scalars' types) and those determine every other
-        argument, so equal keys mean one specialization. eager: the caller holds real tensors outside any
-        tracing (a routed call), whatever wrap_triton's switch says."""
+        (the distinct tensors among `args`: one passed twice once, where the key says so), else the one `launch`
+        makes with the views, kept. The caller guarantees that `key` (its geometry: shapes, strides, device, the
+        scalars' types) and those determine the grid and every other argument, so equal keys mean one
+        specialization and one grid. eager: the caller holds real tensors outside any tracing (a routed call),
+        whatever wrap_triton's switch says."""
         kept = None
         if eager or not traced():  # traced tensors (fake ones) have no addresses
             kept = [key]
@@ -166,19 +167,22 @@ class Launcher:
                         and runtime.add_stages_inspection_hook is None
                         and (enter is None or not getattr(enter, "calls", True))
                         and (leave is None or not getattr(leave, "calls", True))):
-                    run, function, metadata, constexprs = found
+                    run, grid_x, grid_y, grid_z, function, metadata, constexprs = found
                     self.direct_launches += 1
-                    run(grid[0], grid[1] if len(grid) > 1 else 1, grid[2] if len(grid) > 2 else 1,
-                        active.get_current_stream(device), function, metadata, None, None, None, *args, *constexprs)
+                    run(grid_x, grid_y, grid_z, active.get_current_stream(device), function, metadata, None, None, None,
+                        *args, *constexprs)
                     return
         views = tuple(torch.view_as_real(a) if isinstance(a, _Tensor) and a.is_complex() else a for a in args)
         (eager_calls(self.launch) if eager else self.launch)(grid, views, kwargs, keep=kept)
 
-    def _keep(self, device, key, compiled, keywords: tuple, kwargs: dict) -> None:
+    def _keep(self, device, key, compiled, keywords: tuple, kwargs: dict, grid: tuple) -> None:
+        """Keep a launch for launch_pointers: its key determines the grid too."""
         if len(self.known) >= LIMIT:
             self.known.clear()
+        grid_x, grid_y, grid_z = (*grid, 1, 1)[:3]
         self.known[(device, knobs.runtime.debug, knobs.compilation.instrumentation_mode, key)] = (
-            compiled.run, compiled.function, compiled.packed_metadata, tuple(kwargs[name] for name in keywords))
+            compiled.run, grid_x, grid_y, grid_z, compiled.function, compiled.packed_metadata,
+            tuple(kwargs[name] for name in keywords))
 
     @staticmethod
     def _key(device, args: tuple, kwargs: dict):
@@ -215,5 +219,5 @@ class Launcher:
                 self.compiled.clear()
             self.compiled[key] = compiled, keywords
             if keep is not None:
-                self._keep(device, keep, compiled, keywords, kwargs)
+                self._keep(device, keep, compiled, keywords, kwargs, grid)
         return compiled
