@@ -134,9 +134,9 @@ def collapse_dims(shape, *stride_lists):
 def resize_output(out: torch.Tensor, shape) -> None:
     """ATen's resize_output (aten::_resize_output_ has only a Meta kernel): leave a right-shaped out= tensor
     alone, otherwise warn if it held elements, then resize it in place."""
-    shape = torch.Size(shape)
-    if out.shape == shape:
+    if out.shape == shape:  # the common call: no torch.Size built (about 0.5 us)
         return
+    shape = torch.Size(shape)
     if out.numel():
         warnings.warn(
             f"An output with one or more elements was resized since it had shape {list(out.shape)}, which does "

@@ -381,29 +381,47 @@ def output_shape(*shapes):
 
 def _launch(kernel, block, shape, numel, inputs, outputs, scalars) -> None:
     operands = (*inputs, *outputs)
-    sizes, strides = common.collapse_dims(shape, *(op.strides for op in operands))
-    if len(sizes) > MAX_RANK:
+    found = strided_launch(block, shape, numel, [op.strides for op in operands], [op.parts for op in operands],
+                           scalars)
+    if found is None:
         return _launch_dense(kernel, block, shape, numel, inputs, outputs, scalars)
+    grid, _, constexprs, operand_strides, inner_sizes = found
+    args = []
+    for op, strides in zip(operands, operand_strides):
+        args += [op.pointer, *strides]
+    args += [*scalars, numel, *inner_sizes]
+    kernel[grid](*args, **constexprs)
+
+
+def strided_launch(block: int, shape, numel, strides, parts, scalars):
+    """_launch's launch over `shape` for operands read with `strides` (each in its own elements, 0 where
+    broadcast) holding `parts` values per element: (grid, the launcher's key, constexprs, each operand's
+    strides as the kernel takes them, the inner sizes), or None when more than MAX_RANK dims survive collapsing.
+    Determined by these values and the scalars' types, so an adapter's plan keeps it per layout."""
+    sizes, collapsed = common.collapse_dims(shape, *strides)
+    if len(sizes) > MAX_RANK:
+        return None
     padding = MAX_RANK - len(sizes)
     sizes = sizes + [1] * padding
     wide = numel >= INT32_LIMIT
-    dense_strides = _contiguous_strides(sizes)
-    args, dense = [], {}
-    for i, (op, op_strides) in enumerate(zip(operands, strides)):
+    dense_strides = contiguous_strides(sizes)
+    operand_strides, dense = [], {}
+    for i, (op_parts, op_strides) in enumerate(zip(parts, collapsed)):
         op_strides = op_strides + [0] * padding
         last = sum((n - 1) * st for n, st in zip(sizes, op_strides))
-        wide = wide or op.parts * (last + 1) >= INT32_LIMIT
-        args += [op.pointer, *op_strides]
+        wide = wide or op_parts * (last + 1) >= INT32_LIMIT
+        operand_strides.append(tuple(op_strides))
         dense[f"DENSE{i}"] = all(st == want for n, st, want in zip(sizes, op_strides, dense_strides) if n > 1)
-    args += [*scalars, numel, *sizes[1:]]
-    kernel[((numel + block - 1) // block,)](*args, BLOCK=block, WIDE=wide, num_warps=NUM_WARPS, **dense)
+    key = ("strided", tuple(sizes), tuple(operand_strides), wide, *map(type, scalars))
+    constexprs = dict(BLOCK=block, WIDE=wide, num_warps=NUM_WARPS, **dense)
+    return ((numel + block - 1) // block,), key, constexprs, operand_strides, tuple(sizes[1:])
 
 
 def _launch_dense(kernel, block, shape, numel, inputs, outputs, scalars) -> None:
     """More than MAX_RANK dims survived collapsing: copy the inputs dense in the output shape, so only the
     outputs' own layout limits collapsing, and write through dense temporaries when that still leaves too many
     dims. The copies are of real parts, which every dtype can copy natively."""
-    dense = _contiguous_strides(shape)
+    dense = contiguous_strides(shape)
     dense_inputs = [
         _Operand(op.pointer.expand(_parts_shape(shape, op.parts)).contiguous(), dense, op.parts) for op in inputs
     ]
@@ -423,7 +441,7 @@ def _parts_shape(shape, parts: int) -> tuple:
     return (*shape, 2) if parts == 2 else tuple(shape)
 
 
-def _contiguous_strides(shape) -> list[int]:
+def contiguous_strides(shape) -> list[int]:
     strides, running = [], 1
     for size in reversed(shape):
         strides.append(running)

@@ -7,18 +7,22 @@ arguments (tensor or Python number, dtype, conj/neg flags, the out= tensor's dty
 is checked once, and the kernel looked up once; what depends on their values (devices, shapes, layouts,
 overlaps, numbers too large for a float) is checked per call. Contiguous operands of one shape, the common
 call, then launch straight from the plan: the output is allocated, and the launch is the one the module's `run`
-would make (elementwise._launch_contiguous), without the module's own checks.
+would make (elementwise._launch_contiguous), without the module's own checks. Other layouts (broadcast operands,
+as in rotary embeddings, transposed or sliced ones) launch from the plan too, with the geometry the module's
+`run` computes kept per layout (elementwise.strided_launch).
 """
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
 
 from . import common, launcher
 from .common import broadcast_shape
-from .elementwise import BOOL, COMPLEX, INTERLEAVED, PART_DTYPE, SCALAR, contiguous_launch
+from .elementwise import (BOOL, COMPLEX, INTERLEAVED, PART_DTYPE, SCALAR, broadcast_strides, contiguous_launch,
+                          contiguous_strides, strided_launch)
 
 NUMBER_TYPES = (bool, int, float, complex)
 
@@ -55,6 +59,9 @@ class Adapter(common.Planned):
                   "interpret": device_type == "cpu"}
         run = load(params, (self.op, dtype, writes, *numbers))
         return _Plan(self, run, dtype, device_type, tensor_at, number_at)
+
+
+_COPIES_FIRST = object()
 
 
 def written_self(args, kwargs):
@@ -118,6 +125,9 @@ class _Plan:
         self.kernel = kernel if kernel is not None and kernel.direct else None
         self.block = module.BLOCK if module is not None else None
         self.launches = common.Memo()  # numel -> _launch_contiguous's launch (elementwise.contiguous_launch)
+        self.shapes = common.Memo()  # the operands' shapes -> the result's
+        self.layouts = common.Memo()  # shapes and strides -> what _launch_strided keeps
+        self.allocated_dtype = common.DTYPES[dtype] if self.result_dtype is None else self.result_dtype
 
     def __call__(self, args: tuple, kwargs: dict):
         if self.declines is not None and self.declines(args, kwargs):
@@ -142,10 +152,13 @@ class _Plan:
             same_shape = same_shape and t.shape == shape
             contiguous = contiguous and t.is_contiguous()
         if not same_shape:
-            try:
-                shape = broadcast_shape(*(t.shape for t in tensors))
-            except RuntimeError:
-                return NotImplemented  # the fallback path raises ATen's own message
+            shapes = tuple(t.shape for t in tensors)
+            shape = self.shapes.get(shapes)
+            if shape is None:
+                try:
+                    shape = self.shapes.keep(shapes, broadcast_shape(*shapes))  # about 7 us per call otherwise
+                except RuntimeError:
+                    return NotImplemented  # the fallback path raises ATen's own message
         out = self.written(args, kwargs) if self.written is not None else None
         if out is not None:
             if out.device != device or (self.inplace and out.shape != shape):
@@ -154,28 +167,73 @@ class _Plan:
             if not writable(out, tensors):
                 return NotImplemented
         # Triton launches on the current CUDA device: another one's tensors go through `run`, which switches
-        if (contiguous and same_shape and self.kernel is not None and (out is None or out.is_contiguous())
-                and not (first.is_cuda and device.index != torch.cuda.current_device())):
-            # empty_like: a contiguous tensor's layout, without parsing a shape (about 1 us less than empty), and
-            # without a dtype where it is the operand's (0.2 us less)
-            like = tensors[self.like]
-            result = (out if out is not None else torch.empty_like(like) if self.result_dtype is None
-                      else torch.empty_like(like, dtype=self.result_dtype))
-            numel = result.numel()
-            if numel:
-                tensors.append(result)
-                launch = self.launches.get(numel)
-                if launch is None:  # the same for every numel-element call of this plan's kinds
-                    launch = self.launches.keep(numel, contiguous_launch(self.block, numel, tensors, scalars))
-                grid, key, constexprs, stride = launch
-                launch_args = []
-                for t in tensors:
-                    launch_args += (t, stride, 0, 0, 0)
-                # routed calls hold real tensors: no wrap_triton (as the engine runs a module's `run`)
-                self.kernel.launch_pointers(key, grid, (*launch_args, *scalars, numel, 1, 1, 1), constexprs, tensors,
-                                            True)
-            return result
-        return self._through_run(values, scalars, out)
+        if self.kernel is None or (first.is_cuda and device.index != torch.cuda.current_device()):
+            return self._through_run(values, scalars, out)
+        if not (contiguous and same_shape and (out is None or out.is_contiguous())):
+            return self._launch_strided(values, tensors, scalars, shape, out)
+        # empty_like: a contiguous tensor's layout, without parsing a shape (about 1 us less than empty), and
+        # without a dtype where it is the operand's (0.2 us less)
+        like = tensors[self.like]
+        result = (out if out is not None else torch.empty_like(like) if self.result_dtype is None
+                  else torch.empty_like(like, dtype=self.result_dtype))
+        numel = result.numel()
+        if numel:
+            tensors.append(result)
+            launch = self.launches.get(numel)
+            if launch is None:  # the same for every numel-element call of this plan's kinds
+                launch = self.launches.keep(numel, contiguous_launch(self.block, numel, tensors, scalars))
+            grid, key, constexprs, stride = launch
+            launch_args = []
+            for t in tensors:
+                launch_args += (t, stride, 0, 0, 0)
+            # routed calls hold real tensors: no wrap_triton (as the engine runs a module's `run`)
+            self.kernel.launch_pointers(key, grid, (*launch_args, *scalars, numel, 1, 1, 1), constexprs, tensors, True)
+        return result
+
+    def _launch_strided(self, values, tensors, scalars, shape, out):
+        """Operands of other shapes or layouts (broadcast, transposed, sliced): the launch the module's `run`
+        makes, its geometry kept per layout (elementwise.strided_launch); through `run` where that copies
+        operands first (more dims than the kernel indexes)."""
+        layout = [shape]
+        for t in tensors:
+            layout += (t.shape, t.stride())
+        if out is not None:
+            layout.append(out.stride())
+        layout = tuple(layout)
+        prepared = self.layouts.get(layout)
+        if prepared is None:
+            prepared = self.layouts.keep(layout, self._strided(tensors, scalars, shape, out))
+        if prepared is _COPIES_FIRST:
+            return self._through_run(values, scalars, out)
+        grid, key, constexprs, operand_strides, inner_sizes, numel, like = prepared
+        if out is not None:
+            result = out
+        elif like is None:
+            result = torch.empty(shape, dtype=self.allocated_dtype, device=tensors[0].device)
+        else:
+            result = torch.empty_like(tensors[like], dtype=self.result_dtype)
+        if numel:
+            tensors.append(result)
+            launch_args = []
+            for t, strides in zip(tensors, operand_strides):
+                launch_args += (t, *strides)
+            self.kernel.launch_pointers(key, grid, (*launch_args, *scalars, numel, *inner_sizes), constexprs, tensors,
+                                        True)
+        return result
+
+    def _strided(self, tensors, scalars, shape, out):
+        """What _launch_strided keeps for one layout: strided_launch's launch, the element count, and which
+        operand a fresh result can be allocated like (complex, contiguous, of the result's shape), or None."""
+        numel = math.prod(shape)
+        result_strides = contiguous_strides(shape) if out is None else out.stride()
+        strides = [broadcast_strides(t.shape, t.stride(), shape) for t in tensors] + [list(result_strides)]
+        parts = [2 if t.is_complex() else 1 for t in tensors] + [2 if self.result_dtype is None else 1]
+        found = strided_launch(self.block, tuple(shape), numel, strides, parts, scalars)
+        if found is None:
+            return _COPIES_FIRST
+        like = next((i for i, t in enumerate(tensors) if t.is_complex() and t.shape == shape and t.is_contiguous()),
+                    None)
+        return (*found, numel, like)
 
     def _through_run(self, values, scalars, out):
         numbers = iter(scalars)

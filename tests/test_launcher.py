@@ -118,8 +118,9 @@ def _traced_launches(run, args) -> list[int]:
 
 def _plan_cases():
     """(family, overload, args, kwargs): calls the plans launch themselves. Elementwise: contiguous operands of one
-    shape, an aligned and an odd size each. The other families: their common small calls, one operand misaligned
-    (a slice one element in) or transposed, out= and in place where the plan writes them directly."""
+    shape, an aligned and an odd size each, then broadcast, transposed and sliced ones. The other families: their
+    common small calls, one operand misaligned (a slice one element in) or transposed, out= and in place where
+    the plan writes them directly."""
     import torch
 
     def complex32(*shape, seed=0):
@@ -139,6 +140,16 @@ def _plan_cases():
             ("binary", "aten::div.out", (x, y), {"out": torch.empty_like(x)}),
             ("ternary", "aten::addcmul", (x, y, z), {"value": 0.5}),
         ]
+    grid, row = complex32(6, 8, seed=4), complex32(8, seed=5)
+    cases += [  # broadcast, transposed and sliced operands: the layouts' launches
+        ("binary", "aten::mul.Tensor", (grid, row), {}),
+        ("binary", "aten::mul.Tensor", (grid.t(), grid.t()), {}),
+        ("binary", "aten::mul_.Tensor", (grid.clone(), row), {}),
+        ("binary", "aten::mul.out", (grid[:, 1:], row[1:]), {"out": torch.empty(6, 7, dtype=torch.complex32)}),
+        ("unary", "aten::exp", (grid.t(),), {}),
+        ("unary", "aten::abs", (grid[::2],), {}),
+        ("ternary", "aten::addcmul", (grid, row, grid[0]), {"value": 2}),
+    ]
     for x in (complex32(8), complex32(9)[1:]):
         cases += [
             ("reductions", "aten::sum", (x,), {}),
@@ -267,7 +278,7 @@ def test_direct_launches_pass_what_triton_passes():
     assert len(result["float_specializations"]) == 1, result["float_specializations"]
     assert len(result["traced"]) == 2 * result["cases"] and min(result["traced"]) >= 1, result["traced"]
     plans = result["plans"]
-    assert plans["unequal"] == [] and plans["cases"] == 40 and plans["equal"] == plans["cases"]
+    assert plans["unequal"] == [] and plans["cases"] == 47 and plans["equal"] == plans["cases"]
     assert plans["direct_launches"] >= plans["cases"] and plans["through_run"] == []
 
 
