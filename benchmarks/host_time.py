@@ -2,7 +2,8 @@
 
     python -m benchmarks.host_time [--rounds N] [--calls N] [--dtypes complex32,bcomplex32] [--arch sm_90]
 
-The per-call cases of benchmarks/latency.py run on CPU tensors with CPU calls routed to the Triton templates,
+The per-call cases of benchmarks/latency.py, and other layouts of the same families (LAYOUT_CASES), run on CPU
+tensors with CPU calls routed to the Triton templates,
 as CUDA calls are, but compiled for a GPU (not interpreted): Triton believes a GPU of `--arch` is active, each
 kernel is compiled for it once, and the compiled kernel's launcher, the C function that would call
 cuLaunchKernel, does nothing. What is timed is everything a CUDA call does on the host up to that launcher:
@@ -32,6 +33,25 @@ from benchmarks.latency import CASES, _inputs, _per_call_us
 
 PATHS = ("direct", "triton", "hop")
 TARGET_US = 10.0
+BATCH, ROW = (2, 4, 8), (8,)
+# Layouts the per-call cases' contiguous vectors leave out: a frequency row broadcast over heads (rotary
+# embeddings), transposed and sliced views, in place, out=, reductions and scans over inner or outer dims, a
+# transposed matrix, a batched product, a transform along an outer dim. (family, label, op, shapes, views):
+# `views` makes the views once, outside the timing.
+LAYOUT_CASES = [
+    ("layouts", "x * freqs (broadcast)", lambda x, f: x * f, (BATCH, ROW), None),
+    ("layouts", "x.mul_(freqs)", lambda x, f: x.mul_(f), (BATCH, ROW), None),
+    ("layouts", "mul(x, y, out=o)", lambda x, y, o: torch.mul(x, y, out=o), (BATCH, BATCH, BATCH), None),
+    ("layouts", "x.mT.exp()", lambda x: x.exp(), (BATCH,), lambda x: (x.mT,)),
+    ("layouts", "x.mT * x.mT", lambda x: x * x, (BATCH,), lambda x: (x.mT,)),
+    ("layouts", "x[..., ::2].abs()", lambda x: x.abs(), (BATCH,), lambda x: (x[..., ::2],)),
+    ("layouts", "x.sum(-1)", lambda x: x.sum(-1), (BATCH,), None),
+    ("layouts", "x.mean((0, 1))", lambda x: x.mean((0, 1)), (BATCH,), None),
+    ("layouts", "cumsum(x.mT, 1)", lambda x: torch.cumsum(x, 1), (BATCH,), lambda x: (x.mT,)),
+    ("layouts", "m.mT @ v", lambda m, v: m @ v, ((4, 4), (4,)), lambda m, v: (m.mT, v)),
+    ("layouts", "bmm(x, x.mT)", lambda x, y: torch.bmm(x, y), (BATCH,), lambda x: (x, x.mT)),
+    ("layouts", "fft.fft(x, dim=1)", lambda x: torch.fft.fft(x, dim=1), (BATCH,), None),
+]
 
 
 @contextlib.contextmanager
@@ -143,9 +163,11 @@ def _path_taken(op, args, dtype_name: str) -> str:
 
 def measure(dtypes: list[torch.dtype], rounds: int, calls: int) -> list[dict]:
     cases = []
-    for seed, (family, label, _, op, shapes) in enumerate(CASES):
+    every = [(family, label, op, shapes, None) for family, label, _, op, shapes in CASES] + LAYOUT_CASES
+    for seed, (family, label, op, shapes, views) in enumerate(every):
         for dtype in dtypes:
             args = _inputs(shapes, dtype, "cpu", seed)
+            args = views(*args) if views is not None else args
             name = str(dtype).removeprefix("torch.")
             op(*args)  # compiles this call's kernels for the simulated GPU
             taken = _path_taken(op, args, name)
@@ -192,10 +214,10 @@ def main() -> None:
         rows = measure(wanted, options.rounds, options.calls)
     print(f"host time per call up to the kernel launcher, simulated {options.arch}, triton {triton.__version__}, "
           f"torch {torch.__version__}, jitdtypes {jitdtypes.__version__} (median us; target {TARGET_US:g} us)")
-    print(f"{'family':15} {'case':20} {'dtype':10} {'path':8} {'direct':>7} {'triton':>7} {'hop':>7} "
+    print(f"{'family':15} {'case':22} {'dtype':10} {'path':8} {'direct':>7} {'triton':>7} {'hop':>7} "
           f"{'x tri':>6} {'x hop':>6}  target")
     for r in rows:
-        print(f"{r['family']:15} {r['case']:20} {r['dtype']:10} {r['path']:8} {r['direct_p50_us']:7.1f} "
+        print(f"{r['family']:15} {r['case']:22} {r['dtype']:10} {r['path']:8} {r['direct_p50_us']:7.1f} "
               f"{r['triton_p50_us']:7.1f} {r['hop_p50_us']:7.1f} {r['triton_over_direct']:6.2f} "
               f"{r['hop_over_direct']:6.2f}  {r['target']}")
     print(f"rows appended to {write_rows('host_time', [{**r, 'arch': options.arch} for r in rows])}")
