@@ -114,6 +114,7 @@ class _Plan:
         self.values, self.written, self.inplace, self.declines = (adapter.values, adapter.written, adapter.inplace,
                                                                    adapter.declines)
         self.run, self.tensor_at, self.number_at = run, tensor_at, number_at
+        self.pick_tensors, self.several = operator.itemgetter(*tensor_at), len(tensor_at) > 1
         self.number_slots = frozenset(number_at)
         self.on_device = operator.attrgetter("is_cuda" if device_type == "cuda" else "is_cpu")
         # the first complex tensor: the output is allocated like it
@@ -133,7 +134,8 @@ class _Plan:
         if self.declines is not None and self.declines(args, kwargs):
             return NotImplemented
         values = self.values(args, kwargs)
-        tensors = [values[i] for i in self.tensor_at]
+        picked = self.pick_tensors(values)
+        tensors = list(picked) if self.several else [picked]
         scalars = []
         for i in self.number_at:
             try:
@@ -146,11 +148,12 @@ class _Plan:
             return NotImplemented
         device, shape = first.device, first.shape
         same_shape, contiguous = True, first.is_contiguous()
-        for t in tensors[1:]:
-            if t.device != device:
-                return NotImplemented
-            same_shape = same_shape and t.shape == shape
-            contiguous = contiguous and t.is_contiguous()
+        if self.several:
+            for t in tensors[1:]:
+                if t.device != device:
+                    return NotImplemented
+                same_shape = same_shape and t.shape == shape
+                contiguous = contiguous and t.is_contiguous()
         if not same_shape:
             shapes = tuple(t.shape for t in tensors)
             shape = self.shapes.get(shapes)
