@@ -46,7 +46,9 @@ def key_function(info: Overload):
                   f"    k{n} = (a.dtype, a.is_conj(), a.is_neg(), not a.ndim) if c is Tensor else "
                   "c if c in PLAIN else kind(a)"]
         parts.append(f"k{n}")
-    lines.append(f"    return ({', '.join(parts)},)")
+    # unpacking an empty kwargs costs more than the test (most calls pass no keywords)
+    without_keywords = [part for part in parts if part != "*kwargs"]
+    lines.append(f"    return ({', '.join(parts)},) if kwargs else ({', '.join(without_keywords)},)")
     namespace = {"kind": _kind, "Tensor": Tensor, "PLAIN": _PLAIN}
     exec(_compiled("\n".join(lines) + "\n"), namespace)
     return namespace["key"]
