@@ -61,7 +61,7 @@ class Adapter(common.Planned):
         return _Plan(self, run, dtype, device_type, tensor_at, number_at)
 
 
-_COPIES_FIRST = object()
+_COPIES_FIRST, _DOES_NOT_BROADCAST = object(), object()
 
 
 def written_self(args, kwargs):
@@ -154,6 +154,11 @@ class _Plan:
                     return NotImplemented
                 same_shape = same_shape and t.shape == shape
                 contiguous = contiguous and t.is_contiguous()
+        out = self.written(args, kwargs) if self.written is not None else None
+        # Triton launches on the current CUDA device: another one's tensors go through `run`, which switches
+        launchable = self.kernel is not None and not (first.is_cuda and device.index != torch.cuda.current_device())
+        if out is None and launchable and not (contiguous and same_shape):
+            return self._launch_strided(values, tensors, scalars, None)
         if not same_shape:
             shapes = tuple(t.shape for t in tensors)
             shape = self.shapes.get(shapes)
@@ -162,18 +167,16 @@ class _Plan:
                     shape = self.shapes.keep(shapes, broadcast_shape(*shapes))  # about 7 us per call otherwise
                 except RuntimeError:
                     return NotImplemented  # the fallback path raises ATen's own message
-        out = self.written(args, kwargs) if self.written is not None else None
         if out is not None:
             if out.device != device or (self.inplace and out.shape != shape):
                 return NotImplemented
             common.resize_output(out, shape)
             if not writable(out, tensors):
                 return NotImplemented
-        # Triton launches on the current CUDA device: another one's tensors go through `run`, which switches
-        if self.kernel is None or (first.is_cuda and device.index != torch.cuda.current_device()):
+        if not launchable:
             return self._through_run(values, scalars, out)
         if not (contiguous and same_shape and (out is None or out.is_contiguous())):
-            return self._launch_strided(values, tensors, scalars, shape, out)
+            return self._launch_strided(values, tensors, scalars, out)
         # empty_like: a contiguous tensor's layout, without parsing a shape (about 1 us less than empty), and
         # without a dtype where it is the operand's (0.2 us less)
         like = tensors[self.like]
@@ -193,11 +196,11 @@ class _Plan:
             self.kernel.launch_pointers(key, grid, (*launch_args, *scalars, numel, 1, 1, 1), constexprs, tensors, True)
         return result
 
-    def _launch_strided(self, values, tensors, scalars, shape, out):
+    def _launch_strided(self, values, tensors, scalars, out):
         """Operands of other shapes or layouts (broadcast, transposed, sliced): the launch the module's `run`
         makes, its geometry kept per layout (elementwise.strided_launch); through `run` where that copies
-        operands first (more dims than the kernel indexes)."""
-        layout = [shape]
+        operands first (more dims than the kernel indexes). out, when given, has the result's shape."""
+        layout = []
         for t in tensors:
             layout += (t.shape, t.stride())
         if out is not None:
@@ -205,16 +208,17 @@ class _Plan:
         layout = tuple(layout)
         prepared = self.layouts.get(layout)
         if prepared is None:
-            prepared = self.layouts.keep(layout, self._strided(tensors, scalars, shape, out))
-        if prepared is _COPIES_FIRST:
-            return self._through_run(values, scalars, out)
-        grid, key, constexprs, operand_strides, inner_sizes, numel, like = prepared
+            prepared = self.layouts.keep(layout, self._strided(tensors, scalars, out))
+        if prepared.__class__ is not tuple:
+            # operands that do not broadcast: the fallback path raises ATen's own message
+            return self._through_run(values, scalars, out) if prepared is _COPIES_FIRST else NotImplemented
+        shape, grid, key, constexprs, operand_strides, inner_sizes, numel, like = prepared
         if out is not None:
             result = out
         elif like is None:
             result = torch.empty(shape, dtype=self.allocated_dtype, device=tensors[0].device)
-        else:
-            result = torch.empty_like(tensors[like], dtype=self.result_dtype)
+        else:  # about 0.7 us less than parsing a shape
+            result = torch.empty_like(tensors[like], dtype=self.result_dtype, memory_format=torch.contiguous_format)
         if numel:
             tensors.append(result)
             launch_args = []
@@ -224,19 +228,22 @@ class _Plan:
                                         True)
         return result
 
-    def _strided(self, tensors, scalars, shape, out):
-        """What _launch_strided keeps for one layout: strided_launch's launch, the element count, and which
-        operand a fresh result can be allocated like (complex, contiguous, of the result's shape), or None."""
+    def _strided(self, tensors, scalars, out):
+        """What _launch_strided keeps for one layout: the result's shape, strided_launch's launch, the element
+        count, and which operand a fresh result can be allocated like (complex, of the result's shape), or None."""
+        try:
+            shape = tuple(broadcast_shape(*(t.shape for t in tensors)))
+        except RuntimeError:
+            return _DOES_NOT_BROADCAST
         numel = math.prod(shape)
         result_strides = contiguous_strides(shape) if out is None else out.stride()
         strides = [broadcast_strides(t.shape, t.stride(), shape) for t in tensors] + [list(result_strides)]
         parts = [2 if t.is_complex() else 1 for t in tensors] + [2 if self.result_dtype is None else 1]
-        found = strided_launch(self.block, tuple(shape), numel, strides, parts, scalars)
+        found = strided_launch(self.block, shape, numel, strides, parts, scalars)
         if found is None:
             return _COPIES_FIRST
-        like = next((i for i, t in enumerate(tensors) if t.is_complex() and t.shape == shape and t.is_contiguous()),
-                    None)
-        return (*found, numel, like)
+        like = next((i for i, t in enumerate(tensors) if t.is_complex() and t.shape == shape), None)
+        return (shape, *found, numel, like)
 
     def _through_run(self, values, scalars, out):
         numbers = iter(scalars)

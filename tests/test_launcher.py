@@ -227,6 +227,11 @@ def _compare_plans(families, workspace: Path, received: list, inputs: list) -> d
             result["equal"] += 1
         else:
             result["unequal"].append(f"{overload} {args[0].shape}: {through_run!r} != {received!r}")
+    # a layout the plan launches next to shapes that do not broadcast, with the same argument kinds
+    mismatched = (torch.zeros(2, 3, dtype=torch.complex32), torch.zeros(4, dtype=torch.complex32))
+    plan = families["binary"].ATEN["aten::mul.Tensor"].plan(loader("binary", True), mismatched, {}, "cpu")
+    received.clear()
+    result["declined"] = [plan(pair, {}) is NotImplemented for pair in (mismatched, mismatched)] + [not received]
     return result
 
 
@@ -280,6 +285,7 @@ def test_direct_launches_pass_what_triton_passes():
     plans = result["plans"]
     assert plans["unequal"] == [] and plans["cases"] == 47 and plans["equal"] == plans["cases"]
     assert plans["direct_launches"] >= plans["cases"] and plans["through_run"] == []
+    assert plans["declined"] == [True, True, True]
 
 
 @pytest.mark.parametrize("shape", [(8,), (1,), (3, 5), (1, 1), (2, 1, 7), ()])
