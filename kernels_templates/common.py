@@ -169,11 +169,18 @@ def argument_reader(name: str, args: tuple, kwargs: dict, names: tuple[str, ...]
     arguments as this one does: the same number of positional arguments and the same keywords (what
     jitdtypes.fast_path's key fixes, so a plan builds one reader). Defaults are filled in and lists become tuples,
     so that what is read can key a memo. Generated per call form, like the fast path's key: a loop costs more."""
-    return _reader(name, len(args), tuple(kwargs), names)
+    return _reader(name, len(args), tuple(kwargs), names, False)
+
+
+def signature_reader(name: str, args: tuple, kwargs: dict, names: tuple[str, ...]):
+    """read(args, kwargs) -> (the first of `names`, a tensor; the call's value signature: that tensor's shape,
+    strides and device, then the values of the other names), as argument_reader reads them: what a plan's memo
+    is keyed by, built in one generated expression."""
+    return _reader(name, len(args), tuple(kwargs), names, True)
 
 
 @functools.lru_cache(maxsize=None)
-def _reader(name: str, positional: int, keywords: tuple, names: tuple):
+def _reader(name: str, positional: int, keywords: tuple, names: tuple, signature: bool):
     arguments = {arg: (index, kwarg_only, default)
                  for index, (arg, kwarg_only, default) in enumerate(schema_arguments(name))}
     values, namespace = [], {"frozen": _frozen}
@@ -187,8 +194,12 @@ def _reader(name: str, positional: int, keywords: tuple, names: tuple):
             namespace[f"default{n}"] = default
             value = f"default{n}"
         values.append(f"frozen({value})" if _is_list(name, wanted) else value)
-    exec(compile(f"def read(args, kwargs):\n    return ({', '.join(values)},)\n", "<jitdtypes argument reader>",
-                 "exec"), namespace)
+    if signature:
+        body = (f"    first = {values[0]}\n"
+                f"    return first, (first.shape, first.stride(), first.device, {''.join(v + ', ' for v in values[1:])})")
+    else:
+        body = f"    return ({', '.join(values)},)"
+    exec(compile(f"def read(args, kwargs):\n{body}\n", "<jitdtypes argument reader>", "exec"), namespace)
     return namespace["read"]
 
 

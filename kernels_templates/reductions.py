@@ -381,8 +381,9 @@ class _Reduction(common.Planned):
         plain = common.plain_self_call(self.name, args, kwargs)  # self's dtype and flags, and dtype=: kinds
         if plain is None:
             return None
-        read = common.argument_reader(self.name, args, kwargs, ("self", *self.value_names, *self.output_names))
-        return _ReductionPlan(self, load, plain[2], read)
+        read = common.signature_reader(self.name, args, kwargs, ("self", *self.value_names))
+        read_outs = common.argument_reader(self.name, args, kwargs, self.output_names) if self.output_names else None
+        return _ReductionPlan(self, load, plain[2], read, read_outs)
 
     def prepare(self, load, x: torch.Tensor, dtype: str, values: tuple):
         """What a call with these values computes, as a _Prepared, or None where the upcast path takes it."""
@@ -434,22 +435,19 @@ class _ReductionPlan:
     """A reduction's calls of one kind: functional ones allocate their outputs and launch the module's kernels
     themselves; out= ones check their outputs per call and go through the module's `run`."""
 
-    def __init__(self, reduction: _Reduction, load, dtype: str, read) -> None:
-        self.reduction, self.load, self.dtype, self.read = reduction, load, dtype, read
-        self.count, self.writes = len(reduction.value_names), bool(reduction.output_names)
+    def __init__(self, reduction: _Reduction, load, dtype: str, read, read_outs) -> None:
+        self.reduction, self.load, self.dtype, self.read, self.read_outs = reduction, load, dtype, read, read_outs
         self.memo = common.Memo()
 
     def __call__(self, args, kwargs):
-        x, *values = self.read(args, kwargs)
-        key = (x.shape, x.stride(), x.device, *values[:self.count])
+        x, key = self.read(args, kwargs)  # key: x's shape, strides and device, then dim, keepdim...
         prepared = self.memo.get(key)
         if prepared is None:
-            prepared = self.reduction.prepare(self.load, x, self.dtype, values[:self.count]) or _DECLINED
-            self.memo.keep(key, prepared)
+            prepared = self.memo.keep(key, self.reduction.prepare(self.load, x, self.dtype, key[3:]) or _DECLINED)
         if prepared is _DECLINED:
             return NotImplemented
-        if self.writes:
-            outs = values[self.count:]
+        if self.read_outs is not None:
+            outs = self.read_outs(args, kwargs)
             if not prepare_outs(outs, prepared.specs, x):
                 return NotImplemented
             prepared.run(x, list(prepared.dims), *prepared.scalars, *outs)

@@ -415,8 +415,9 @@ class _Scan(common.Planned):
         plain = common.plain_self_call(self.name, args, kwargs)  # self's dtype and flags, and dtype=: kinds
         if plain is None:
             return None
-        names = ("self", "dim", "out") if self.with_out else ("self", "dim")
-        return _ScanPlan(self, load, plain[2], common.argument_reader(self.name, args, kwargs, names))
+        read = common.signature_reader(self.name, args, kwargs, ("self", "dim"))
+        read_out = common.argument_reader(self.name, args, kwargs, ("out",)) if self.with_out else None
+        return _ScanPlan(self, load, plain[2], read, read_out)
 
     def prepare(self, load, x: torch.Tensor, dtype: str, dim: int):
         """(dim, the module's `run`, its prepared_launch when the plan may launch the kernels itself), or None
@@ -443,22 +444,21 @@ def _fresh_output(x: torch.Tensor) -> torch.Tensor:
 
 
 class _ScanPlan:
-    def __init__(self, scan: _Scan, load, dtype: str, read) -> None:
-        self.scan, self.load, self.dtype, self.read = scan, load, dtype, read
+    def __init__(self, scan: _Scan, load, dtype: str, read, read_out) -> None:
+        self.scan, self.load, self.dtype, self.read, self.read_out = scan, load, dtype, read, read_out
         self.in_place, self.with_out = scan.in_place, scan.with_out
         self.memo = common.Memo()
 
     def __call__(self, args, kwargs):
-        x, dim, *out = self.read(args, kwargs)
-        key = (x.shape, x.stride(), x.device, dim)
+        x, key = self.read(args, kwargs)  # key: x's shape, strides and device, then dim
         prepared = self.memo.get(key)
         if prepared is None:
-            prepared = self.memo.keep(key, self.scan.prepare(self.load, x, self.dtype, dim) or _DECLINED)
+            prepared = self.memo.keep(key, self.scan.prepare(self.load, x, self.dtype, key[3]) or _DECLINED)
         if prepared is _DECLINED:
             return NotImplemented
         dim, run, launch = prepared
         if self.with_out:
-            out = out[0]
+            (out,) = self.read_out(args, kwargs)
             if isinstance(out, torch.Tensor) and common.shares_memory(out, x) and not _same_view(out, x):
                 return NotImplemented  # a partial overlap would read values already overwritten
             if not prepare_outs([out], [(x.shape, x.dtype)], x, may_alias=True):
