@@ -113,8 +113,7 @@ class Product:
     def operands(self, args, kwargs):
         """(a, b, bias, beta, alpha), bias None, beta 0 and alpha 1 where the overload has none."""
         if self.with_bias:
-            bias, a, b = args[:3]
-            return a, b, bias, kwargs.get("beta", 1), kwargs.get("alpha", 1)
+            return args[1], args[2], args[0], kwargs.get("beta", 1), kwargs.get("alpha", 1)
         return args[0], args[1], None, 0, 1
 
     def __call__(self, load, args, kwargs, device_type):
@@ -159,9 +158,11 @@ class _ProductPlan:
         product = self.product
         a, b, bias, beta, alpha = product.operands(args, kwargs)
         out = kwargs.get("out") if product.out else None
-        key = (a.shape, a.stride(), a.device, b.shape, b.stride(), b.device, beta, alpha)
-        if bias is not None:
-            key += (bias.shape, bias.stride(), bias.device)
+        if bias is None:
+            key = (a.shape, a.stride(), a.device, b.shape, b.stride(), b.device, beta, alpha)
+        else:
+            key = (a.shape, a.stride(), a.device, b.shape, b.stride(), b.device, beta, alpha, bias.shape,
+                   bias.stride(), bias.device)
         if out is not None:
             key += (out.shape, out.stride(), out.device)
         thin = self.memo.get(key)
