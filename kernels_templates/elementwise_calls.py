@@ -261,11 +261,14 @@ def writable(out: torch.Tensor, inputs) -> bool:
     dims), and each input is out itself or shares none of its memory (ATen refuses partial overlaps)."""
     if not out.is_contiguous() and any(st == 0 and n > 1 for n, st in zip(out.shape, out.stride())):
         return False
-    out_span = _byte_span(out)
+    storage, out_span = out.untyped_storage().data_ptr(), None
     for t in inputs:
+        if t.untyped_storage().data_ptr() != storage:
+            continue  # other memory (ATen's overlap check compares storages first too)
         same_view = t.data_ptr() == out.data_ptr() and t.dtype == out.dtype and t.shape == out.shape
         if same_view and t.stride() == out.stride():
             continue
+        out_span = out_span or _byte_span(out)
         span = _byte_span(t)
         if out_span and span and span[0] < out_span[1] and out_span[0] < span[1]:
             return False
