@@ -41,41 +41,62 @@ def _same_view(x: torch.Tensor, y: torch.Tensor) -> bool:
     return x.data_ptr() == y.data_ptr() and x.shape == y.shape and x.stride() == y.stride()
 
 
+class _Described(NamedTuple):
+    """What a product call's operand values make of it: the raw operands (no conj bit) lifted to [batch, rows,
+    cols], the result's shape, the addend (bias expanded to that shape, or None), alpha and beta as complex
+    numbers, and the kernel's params."""
+
+    raw_a: torch.Tensor
+    raw_b: torch.Tensor
+    a3: torch.Tensor
+    b3: torch.Tensor
+    shape: tuple
+    addend: torch.Tensor | None
+    alpha: complex
+    beta: complex
+    params: dict
+
+
+def _described(form: _Form, a, b, bias, beta, alpha, out, conj_a: bool) -> _Described | None:
+    """None when the call is not exactly covered, so that ATen (through the upcast path) decides what it means."""
+    if not isinstance(a, torch.Tensor) or common.dtype_name(a) is None:
+        return None
+    others = [t for t in (bias, out) if t is not None]
+    for t in [a, b, *others]:
+        if not isinstance(t, torch.Tensor) or t.dtype != a.dtype or t.device != a.device or t.is_neg():
+            return None
+    if any(t.is_conj() for t in others) or a.dim() != form.a_dims or b.dim() != form.b_dims:
+        return None
+    try:
+        alpha, beta = complex(alpha), complex(beta)
+    except TypeError:
+        return None
+    (raw_a, a_conj), (raw_b, b_conj) = _raw(a), _raw(b)
+    a3, b3 = raw_a[form.lift_a], raw_b[form.lift_b]
+    batch, m, k = a3.shape
+    if b3.shape[0] != batch or b3.shape[1] != k:
+        return None
+    shape = tuple((batch, m, b3.shape[2])[d] for d in form.result_dims)
+    addend = None
+    if bias is not None:
+        try:
+            if common.broadcast_shape(bias.shape, shape) != shape:
+                return None
+        except RuntimeError:
+            return None
+        addend = bias.expand(shape)
+    params = {"op": "matmul", "dtype": common.dtype_name(a), "conj_a": a_conj != conj_a, "conj_b": b_conj}
+    return _Described(raw_a, raw_b, a3, b3, shape, addend, alpha, beta, params)
+
+
 def _complex_product(load, form: _Form, a, b, *, bias=None, beta=0, alpha=1, out=None, in_place=False,
                      conj_a=False):
     """alpha * a @ b + beta * bias into out (or into bias itself when in_place, or a new tensor); NotImplemented
     when the call is not exactly covered, so that ATen (through the upcast path) decides what it means."""
-    if not isinstance(a, torch.Tensor) or common.dtype_name(a) is None:
+    call = _described(form, a, b, bias, beta, alpha, out, conj_a)
+    if call is None or (in_place and bias.shape != call.shape):
         return NotImplemented
-    others = [t for t in (bias, out) if t is not None]
-    for t in [a, b, *others]:
-        if not isinstance(t, torch.Tensor) or t.dtype != a.dtype or t.device != a.device or t.is_neg():
-            return NotImplemented
-    if any(t.is_conj() for t in others) or a.dim() != form.a_dims or b.dim() != form.b_dims:
-        return NotImplemented
-    try:
-        alpha, beta = complex(alpha), complex(beta)
-    except TypeError:
-        return NotImplemented
-
-    raw_a, a_conj = _raw(a)
-    raw_b, b_conj = _raw(b)
-    a3, b3 = raw_a[form.lift_a], raw_b[form.lift_b]
-    batch, m, k = a3.shape
-    if b3.shape[0] != batch or b3.shape[1] != k:
-        return NotImplemented
-    result_shape = tuple((batch, m, b3.shape[2])[d] for d in form.result_dims)
-    addend = None
-    if bias is not None:
-        if in_place and bias.shape != result_shape:
-            return NotImplemented
-        try:
-            if common.broadcast_shape(bias.shape, result_shape) != result_shape:
-                return NotImplemented
-        except RuntimeError:
-            return NotImplemented
-        addend = bias.expand(result_shape)
-
+    result_shape, addend = call.shape, call.addend
     target = bias if in_place else out
     if target is None:
         written = target = torch.empty(result_shape, dtype=a.dtype, device=a.device)
@@ -84,17 +105,16 @@ def _complex_product(load, form: _Form, a, b, *, bias=None, beta=0, alpha=1, out
             return NotImplemented  # several result elements would land on one memory location
         common.resize_output(target, result_shape)
         written = target
-        read = [raw_a, raw_b] + ([addend] if addend is not None and not _same_view(addend, target) else [])
+        read = [call.raw_a, call.raw_b] + ([addend] if addend is not None and not _same_view(addend, target) else [])
         if any(common.shares_memory(target, t) for t in read):
             # Tiles written early would change operands other tiles still read: compute aside, then copy.
             written = torch.empty(result_shape, dtype=a.dtype, device=a.device)
     if addend is not None and _same_view(addend, written):
         addend = None  # the kernel reads the addend from out itself, which is safe tile by tile
 
-    params = {"op": "matmul", "dtype": common.dtype_name(a), "conj_a": a_conj != conj_a, "conj_b": b_conj}
-    run = load(params, tuple(params.values()))
-    run(a3, b3, written[form.lift_result], None if addend is None else addend[form.lift_result],
-        alpha.real, alpha.imag, beta.real, beta.imag)
+    run = load(call.params, tuple(call.params.values()))
+    run(call.a3, call.b3, written[form.lift_result], None if addend is None else addend[form.lift_result],
+        call.alpha.real, call.alpha.imag, call.beta.real, call.beta.imag)
     if written is not target:
         target.copy_(written)
     return target
@@ -186,45 +206,23 @@ class _ProductPlan:
         """The thin product these values make, or None: not thin, not launched directly (interpreted kernels run
         one at a time through `run`), or not covered (_complex_product decides per call then)."""
         form = self.product.form
-        if common.dtype_name(a) is None or a.dim() != form.a_dims or b.dim() != form.b_dims:
+        call = _described(form, a, b, bias, beta, alpha, out, self.product.conj_a)
+        if call is None:
             return None
-        for t in (a, b, a if bias is None else bias, a if out is None else out):
-            if t.dtype != a.dtype or t.device != a.device or t.is_neg():
-                return None
-        if (bias is not None and bias.is_conj()) or (out is not None and out.is_conj()):
-            return None
-        try:
-            alpha, beta = complex(alpha), complex(beta)
-        except TypeError:
-            return None
-        (raw_a, a_conj), (raw_b, b_conj) = _raw(a), _raw(b)
-        a3, b3 = raw_a[form.lift_a], raw_b[form.lift_b]
-        batch, m, k = a3.shape
-        if b3.shape[0] != batch or b3.shape[1] != k:
-            return None
-        shape = tuple((batch, m, b3.shape[2])[d] for d in form.result_dims)
-        reads_bias = bias is not None and beta != 0
-        if bias is not None:
-            try:
-                if common.broadcast_shape(bias.shape, shape) != shape:
-                    return None
-            except RuntimeError:
-                return None
+        shape, reads_bias = call.shape, bias is not None and call.beta != 0
         written = bias if self.product.in_place else out
         if written is not None and (written.shape != shape or (reads_bias and written is out)
                                     or any(n > 1 and st == 0 for n, st in zip(written.shape, written.stride()))):
             return None  # resized, an addend it may overlap, or elements written twice: _complex_product's care
-        params = {"op": "matmul", "dtype": common.dtype_name(a), "conj_a": a_conj != self.product.conj_a,
-                  "conj_b": b_conj}
-        module = getattr(self.load(params, tuple(params.values())), "module", None)
+        module = getattr(self.load(call.params, tuple(call.params.values())), "module", None)
         if module is None or not launcher.launcher(module.complex_matmul_kernel).direct:
             return None
-        if min(m, b3.shape[2]) > module.THIN:
+        if min(call.a3.shape[1], call.b3.shape[2]) > module.THIN:
             return None
         out3 = (torch.empty(shape, dtype=a.dtype, device=a.device) if written is None else written)[form.lift_result]
-        c3 = bias.expand(shape)[form.lift_result] if reads_bias else None
-        scalars = (alpha.real, alpha.imag, beta.real, beta.imag)
-        launch = module.prepared_thin(module.thin_key(a3, b3, out3, c3, scalars))
+        c3 = call.addend[form.lift_result] if reads_bias else None
+        scalars = (call.alpha.real, call.alpha.imag, call.beta.real, call.beta.imag)
+        launch = module.prepared_thin(module.thin_key(call.a3, call.b3, out3, c3, scalars))
         like = next((i for i, t in enumerate((a, b, bias)) if t is not None and t.shape == shape and t.is_contiguous()),
                     None)
-        return _Thin(shape, launch, scalars, a_conj, b_conj, reads_bias, like)
+        return _Thin(shape, launch, scalars, a.is_conj(), b.is_conj(), reads_bias, like)
