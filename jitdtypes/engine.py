@@ -101,16 +101,12 @@ def adapter_for(overload_name: str, device_type: str):
 
 
 def planned_adapter(overload_name: str, device_type: str, args: tuple, kwargs: dict):
-    """adapter_for, specialized for calls whose arguments are of the kinds these are (jitdtypes.fast_path's key)
-    when the family's adapter offers a plan (kernels_templates/common.py); None also when the plan declines
-    every such call."""
+    """adapter_for, specialized for calls whose arguments are of the kinds these are (jitdtypes.fast_path's key):
+    the adapter's plan (kernels_templates/common.py); None also when the plan declines every such call."""
     if not uses_templates(device_type) or overload_name not in _adapters():
         return None
     family, adapter = _adapters()[overload_name]
-    plan = getattr(adapter, "plan", None)
-    if plan is None:
-        return _bound_adapter(overload_name, device_type)
-    return plan(functools.partial(load_kernel, family, device_type), args, kwargs, device_type)
+    return adapter.plan(functools.partial(load_kernel, family, device_type), args, kwargs, device_type)
 
 
 @functools.lru_cache(maxsize=None)

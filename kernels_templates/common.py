@@ -28,7 +28,7 @@ An adapter maps one ATen overload call to a kernel:
 Adapters receive the arguments exactly as the dispatcher passes them to a Python kernel (trailing
 defaults may be missing; Python numbers may stand where the schema says Tensor).
 
-An adapter may also offer a plan, which the engine asks once per kind of call (jitdtypes.fast_path's key: each
+Every adapter also offers a plan, which the engine asks once per kind of call (jitdtypes.fast_path's key: each
 argument's tensor dtype and conj/neg/zero-dim flags, or its Python type, the keywords given, the number of
 positional arguments) and whose result serves every later call of that kind:
 
@@ -226,6 +226,9 @@ def adapter_name(overload: str) -> str:
     return f"adapt_{overload.removeprefix('aten::').replace('.', '_')}"
 
 
+DECLINED = object()  # what a Memo keeps for a signature whose calls its plan declines
+
+
 class Memo(dict):
     """What a plan decided for each value signature of its calls (shapes, strides, dims...); a plan seeing this
     many signatures starts over: they come from the shapes a program uses, so reaching it means shapes that keep
@@ -234,9 +237,10 @@ class Memo(dict):
     LIMIT = 256
 
     def keep(self, key, value):
+        """Keep `value` for `key` (DECLINED for None) and return what is kept."""
         if len(self) >= self.LIMIT:
             self.clear()
-        self[key] = value
+        self[key] = value = DECLINED if value is None else value
         return value
 
 

@@ -370,6 +370,8 @@ def contiguous_launch(block: int, numel, tensors, scalars) -> tuple:
 def _constexprs(block: int, wide: bool, count: int) -> dict:
     """A contiguous launch's keyword arguments (shared: callers only read them)."""
     return {"BLOCK": block, "WIDE": wide, "num_warps": NUM_WARPS, **{f"DENSE{i}": True for i in range(count)}}
+
+
 COMPLEX_OF_PART = {part: common.DTYPES[name] for name, part in PART_DTYPE.items() if name in common.DTYPES}
 
 

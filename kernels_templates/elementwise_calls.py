@@ -61,7 +61,7 @@ class Adapter(common.Planned):
         return _Plan(self, run, dtype, device_type, tensor_at, number_at)
 
 
-_COPIES_FIRST, _DOES_NOT_BROADCAST = object(), object()
+_COPIES_FIRST = object()
 
 
 def written_self(args, kwargs):
@@ -210,7 +210,7 @@ class _Plan:
         if prepared is None:
             prepared = self.layouts.keep(layout, self._strided(tensors, scalars, out))
         if prepared.__class__ is not tuple:
-            # operands that do not broadcast: the fallback path raises ATen's own message
+            # DECLINED: operands that do not broadcast (the fallback path raises ATen's own message)
             return self._through_run(values, scalars, out) if prepared is _COPIES_FIRST else NotImplemented
         shape, grid, key, constexprs, operand_strides, inner_sizes, numel, like = prepared
         if out is not None:
@@ -230,11 +230,12 @@ class _Plan:
 
     def _strided(self, tensors, scalars, out):
         """What _launch_strided keeps for one layout: the result's shape, strided_launch's launch, the element
-        count, and which operand a fresh result can be allocated like (complex, of the result's shape), or None."""
+        count, and which operand a fresh result can be allocated like (complex, of the result's shape, or None);
+        None for operands that do not broadcast."""
         try:
             shape = tuple(broadcast_shape(*(t.shape for t in tensors)))
         except RuntimeError:
-            return _DOES_NOT_BROADCAST
+            return None
         numel = math.prod(shape)
         result_strides = contiguous_strides(shape) if out is None else out.stride()
         strides = [broadcast_strides(t.shape, t.stride(), shape) for t in tensors] + [list(result_strides)]

@@ -472,9 +472,6 @@ class _Transform(common.Planned):
         return _TransformPlan(self.describe, load) if _plain(args[0]) else None  # flags are the call's kind
 
 
-_DECLINED = object()
-
-
 class _TransformPlan:
     def __init__(self, describe, load) -> None:
         self.describe, self.load = describe, load
@@ -486,7 +483,7 @@ class _TransformPlan:
         prepared = self.memo.get(key)
         if prepared is None:
             prepared = self.memo.keep(key, self._prepare(x, dims, normalization, last))
-        if prepared is _DECLINED:
+        if prepared is common.DECLINED:
             return NotImplemented
         shape, dtype, passes, scale, direct = prepared
         if direct is not None and "out" not in kwargs and launcher.on_current_device(x):
@@ -501,12 +498,12 @@ class _TransformPlan:
         return _run_passes(self.load, x, out, passes, scale)
 
     def _prepare(self, x, dims, normalization, last):
-        """(shape, dtype, passes, scale, direct) for these values, direct (the module's prepared_rows, whether the
-        result can be allocated like x) where a fresh output's transform is one pass the plan may launch itself,
-        else None."""
+        """(shape, dtype, passes, scale, direct) for these values, or None where the upcast path takes them; direct
+        (the module's prepared_rows, whether the result can be allocated like x) where a fresh output's transform
+        is one pass the plan may launch itself, else None."""
         described = self.describe(x, dims, normalization, last)
         if described is None or described[3] is None:
-            return _DECLINED
+            return None
         shape, dtype, passes, scale = described
         shape, direct = tuple(shape), None
         if len(passes) == 1:

@@ -91,9 +91,7 @@ def eager_calls(run):
 def on_device_of(tensor):
     """Triton launches on the current CUDA device, PyTorch ops on their tensors' one: a context that makes
     `tensor`'s device current for the launches inside when it is another one (a no-op otherwise)."""
-    if tensor.is_cuda and tensor.device.index != torch.cuda.current_device():
-        return torch.cuda.device(tensor.device)
-    return contextlib.nullcontext()
+    return contextlib.nullcontext() if on_current_device(tensor) else torch.cuda.device(tensor.device)
 
 
 def on_current_device(tensor) -> bool:

@@ -149,9 +149,6 @@ class Product:
         return _ProductPlan(self, load)
 
 
-_DECLINED = object()
-
-
 class _Thin(NamedTuple):
     """A thin product for one signature of values: the result's shape, the module's prepared launch, the kernel's
     scalars, whether a and b carry a conj bit to drop (the kernel conjugates), whether bias is read, and which of
@@ -187,9 +184,9 @@ class _ProductPlan:
             key += (out.shape, out.stride(), out.device)
         thin = self.memo.get(key)
         if thin is None:
-            thin = self.memo.keep(key, self._prepare(a, b, bias, beta, alpha, out) or _DECLINED)
+            thin = self.memo.keep(key, self._prepare(a, b, bias, beta, alpha, out))
         written = bias if product.in_place else out
-        if (thin is _DECLINED or not launcher.on_current_device(a)
+        if (thin is common.DECLINED or not launcher.on_current_device(a)
                 or (written is not None and (common.shares_memory(written, a) or common.shares_memory(written, b)))):
             return _complex_product(self.load, product.form, a, b, bias=bias, beta=beta, alpha=alpha, out=out,
                                     in_place=product.in_place, conj_a=product.conj_a)

@@ -428,9 +428,6 @@ class _Prepared(NamedTuple):
     launch: object
 
 
-_DECLINED = object()
-
-
 class _ReductionPlan:
     """A reduction's calls of one kind: functional ones allocate their outputs and launch the module's kernels
     themselves; out= ones check their outputs per call and go through the module's `run`."""
@@ -443,8 +440,8 @@ class _ReductionPlan:
         x, key = self.read(args, kwargs)  # key: x's shape, strides and device, then dim, keepdim...
         prepared = self.memo.get(key)
         if prepared is None:
-            prepared = self.memo.keep(key, self.reduction.prepare(self.load, x, self.dtype, key[3:]) or _DECLINED)
-        if prepared is _DECLINED:
+            prepared = self.memo.keep(key, self.reduction.prepare(self.load, x, self.dtype, key[3:]))
+        if prepared is common.DECLINED:
             return NotImplemented
         if self.read_outs is not None:
             outs = self.read_outs(args, kwargs)

@@ -436,9 +436,6 @@ class _Scan(common.Planned):
         return dim, run, launch
 
 
-_DECLINED = object()
-
-
 def _fresh_output(x: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(x, memory_format=torch.contiguous_format)  # about 1 us less than torch.empty
 
@@ -453,8 +450,8 @@ class _ScanPlan:
         x, key = self.read(args, kwargs)  # key: x's shape, strides and device, then dim
         prepared = self.memo.get(key)
         if prepared is None:
-            prepared = self.memo.keep(key, self.scan.prepare(self.load, x, self.dtype, key[3]) or _DECLINED)
-        if prepared is _DECLINED:
+            prepared = self.memo.keep(key, self.scan.prepare(self.load, x, self.dtype, key[3]))
+        if prepared is common.DECLINED:
             return NotImplemented
         dim, run, launch = prepared
         if self.with_out:

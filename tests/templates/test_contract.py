@@ -1,4 +1,5 @@
-"""What every template family promises (kernels_templates/common.py): its ATen adapters name real overloads."""
+"""What every template family promises (kernels_templates/common.py): its ATen adapters name real overloads and
+offer plans."""
 
 import importlib
 
@@ -15,6 +16,7 @@ def test_adapter_names_are_real_overloads(family):
     for name in module.ATEN:
         qualified, _, overload = name.partition(".")
         torch._C._get_schema(qualified, overload)  # raises for an unknown overload
+        assert callable(getattr(module.ATEN[name], "plan", None)), name  # engine.planned_adapter asks it
 
 
 def test_host_arithmetic_matches_triton():
