@@ -17,6 +17,8 @@
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
+#include "torch_compat.h"
+
 #include <array>
 #include <atomic>
 #include <bitset>
@@ -210,7 +212,7 @@ struct Typed<Return(Args...)> {
                        ScalarType dtype, Args... args) {
     Widened widened;
     Written written;
-    const c10::KernelFunction& kernel = state.original.kernelFunction();
+    const c10::KernelFunction& kernel = jitdtypes_compat::unboxed(state.original);
     if constexpr (std::is_same_v<Return, Tensor&>) {
       kernel.template call<Return, Args...>(state.op, keys, widen_arg<Args, Index>(args, widened, written)...);
       return write_back(written);
@@ -223,7 +225,7 @@ struct Typed<Return(Args...)> {
 
   static Return call(const c10::SafeKernelFunction& kernel, const GuardState& state, c10::DispatchKeySet keys,
                      Args... args) {
-    return kernel.kernelFunction().template call<Return, Args...>(state.op, keys, std::forward<Args>(args)...);
+    return jitdtypes_compat::unboxed(kernel).template call<Return, Args...>(state.op, keys, std::forward<Args>(args)...);
   }
 };
 

@@ -1,0 +1,46 @@
+// What differs between the torch versions jitdtypes supports (2.9 to 2.14), C++ side: the one place that says
+// which torch needs which path. Python's differences live in jitdtypes/torch_compat.py.
+//
+//   torch          what the guard needs                     how it gets it here
+//   2.14           the unboxed KernelFunction of a kernel   SafeKernelFunction::kernelFunction()
+//   2.9 - 2.13     the same                                 the private member SafeKernelFunction::kernel_
+//
+// A guard calls the kernels on either side of it unboxed (about 0.02 us, against about 0.2 us through
+// callBoxed), so it needs the KernelFunction that a SafeKernelFunction wraps. Before 2.14 no accessor exposes
+// it. An explicit template instantiation may name a private member ([temp.spec.general]/6 waives access
+// checking there): `Expose` takes the member pointer that way, once, for the versions without the accessor.
+// The copy a SafeKernelFunction holds is taken when the kernel is captured and lives as long as the guard, as
+// with the accessor.
+
+#pragma once
+
+#include <ATen/core/boxing/KernelFunction.h>
+#include <torch/version.h>
+
+namespace jitdtypes_compat {
+
+#if TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR < 14
+
+struct SafeKernelMember {
+  using type = c10::KernelFunction c10::SafeKernelFunction::*;
+  friend type member_of(SafeKernelMember);
+};
+
+template <class Tag, typename Tag::type Member>
+struct Expose {
+  friend typename Tag::type member_of(Tag) { return Member; }
+};
+
+template struct Expose<SafeKernelMember, &c10::SafeKernelFunction::kernel_>;
+
+inline const c10::KernelFunction& unboxed(const c10::SafeKernelFunction& kernel) {
+  return kernel.*member_of(SafeKernelMember{});
+}
+
+#else
+
+inline const c10::KernelFunction& unboxed(const c10::SafeKernelFunction& kernel) { return kernel.kernelFunction(); }
+
+#endif
+
+}  // namespace jitdtypes_compat
