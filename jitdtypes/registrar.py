@@ -19,7 +19,7 @@ import warnings
 
 import torch
 
-from . import dtypes, engine, entry_points, fast_path, native_guard, path_record, upcast, wrapped_numbers
+from . import dtypes, engine, entry_points, fast_path, native_guard, path_record, torch_compat, upcast, wrapped_numbers
 from .findings import Finding, kernel_level
 from .probe import MISSING, PARTIAL
 from .schema import OPTIONAL_TENSOR, OTHER, TENSOR, TENSOR_LIST, Overload, overload
@@ -85,7 +85,7 @@ class Registration:
         captured = self.compiled.capture(info.full_name, dispatch_key) if self.compiled else None
         try:
             original = torch.library.get_kernel(info.full_name, dispatch_key)
-            self.library.impl(info.short_name, make_python_kernel(original), dispatch_key)
+            torch_compat.impl(self.library, info.short_name, make_python_kernel(original), dispatch_key)
             if captured is not None and self.compiled.guard(captured, info, dispatch_key, missing, partial, upcast):
                 self.typed.add((info.full_name, dispatch_key))
         finally:
@@ -115,7 +115,7 @@ def install(findings_by_device: dict[str, list[Finding]], guard: str = native_gu
     try:
         with warnings.catch_warnings():
             # overriding PyTorch's kernels is the point; some torch versions warn about it once per process
-            warnings.filterwarnings("ignore", message=".*Overriding a previously registered kernel.*")
+            warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
             _install(findings_by_device, registration)
     except BaseException:
         registration.remove()

@@ -37,6 +37,8 @@ import threading
 
 import torch
 
+from jitdtypes import torch_compat
+
 try:
     from triton import knobs
     from triton.runtime import driver
@@ -49,6 +51,7 @@ try:
 except ImportError:  # an older torch always traces through the higher-order op
     _wrap_state = None
 
+torch_compat.fix_triton_interpreter()
 # JITDTYPES_DIRECT_LAUNCH=0: every eager launch through Triton's JITFunction.run (comparisons, debugging)
 direct_launches_enabled = os.environ.get("JITDTYPES_DIRECT_LAUNCH", "1") != "0"
 # a kernel seeing this many specializations starts over: keys include int values (sizes, strides), so a
@@ -121,7 +124,7 @@ class Launcher:
     def launch(self, grid, args: tuple, kwargs: dict, keep=None):
         """keep: the caller's key for this launch's specialization, to repeat it (launch_pointers)."""
         if _wrap_state is None or getattr(_wrap_state, "value", True):
-            return torch.library.wrap_triton(self.kernel)[grid](*args, **kwargs)
+            return torch_compat.wrap_triton(self.kernel)[grid](*args, **kwargs)
         if not (self.direct and direct_launches_enabled and self.compiled) or grid.__class__ is not tuple:
             return self._through_triton(grid, args, kwargs, keep)
         device = driver.active.get_current_device()

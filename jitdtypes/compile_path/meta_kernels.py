@@ -19,7 +19,7 @@ import threading
 import torch
 from torch.utils._pytree import tree_flatten
 
-from .. import dtypes, registrar, schema, upcast
+from .. import dtypes, registrar, schema, torch_compat, upcast
 
 _META_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 # Set while a kernel here runs: the upcast path's own conversions (clone, neg ...) take PyTorch's meta kernels.
@@ -93,7 +93,7 @@ class MetaKernels:
 
     def add(self, info: schema.Overload, targets: frozenset) -> None:
         kernel = _meta_kernel(info, _original_meta(info), targets)
-        self.library.impl(info.short_name, kernel, "Meta")
+        torch_compat.impl(self.library, info.short_name, kernel, "Meta")
         python_meta = info.op.py_kernels.get(torch._C.DispatchKey.Meta)
         if python_meta is not None:
             # Under the Python dispatcher (Dynamo's fake-tensor propagation) a Python meta function in
