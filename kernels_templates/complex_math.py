@@ -7,6 +7,13 @@ be 1.
 
 
 MATH = {
+    "_neg": '''
+@triton.jit
+def _neg(v):
+    # -v with the sign of zero flipped too, wherever that sign can reach a result (branch cuts, conj, odd
+    # functions at 0): Triton before 3.8 compiles unary minus on floats as 0 - v, which is +0 for either zero.
+    return v * -1.0
+''',
     "_sign_bit": '''
 @triton.jit
 def _sign_bit(v):
@@ -57,7 +64,7 @@ def _atan2(y, x):
     a = tl.where(reduced, 0.7853981633974483 + p, p)
     a = tl.where(ay > ax, 1.5707963267948966 - a, a)
     a = tl.where(_sign_bit(x), 3.141592653589793 - a, a)
-    a = tl.where(_sign_bit(y), -a, a)
+    a = tl.where(_sign_bit(y), _neg(a), a)
     return tl.where((x != x) | (y != y), x + y, a)
 ''',
     "_log1p": '''
@@ -151,10 +158,10 @@ def _sincos(v):
     odd = (quadrant & 1) != 0
     sin = tl.where(odd, c, s)
     cos = tl.where(odd, s, c)
-    sin = tl.where((quadrant & 2) != 0, -sin, sin)
-    cos = tl.where(((quadrant + 1) & 2) != 0, -cos, cos)
+    sin = tl.where((quadrant & 2) != 0, _neg(sin), sin)
+    cos = tl.where(((quadrant + 1) & 2) != 0, _neg(cos), cos)
     finite = a < float("inf")
-    return tl.where(finite, tl.where(_sign_bit(v), -sin, sin), float("nan")), tl.where(finite, cos, float("nan"))
+    return tl.where(finite, tl.where(_sign_bit(v), _neg(sin), sin), float("nan")), tl.where(finite, cos, float("nan"))
 ''',
     "_cexp": '''
 @triton.jit

@@ -217,7 +217,7 @@ def complex_matmul_kernel(
             a_ptr += BLOCK_K * stride_ak.to(tl.int64)
             b_ptr += BLOCK_K * stride_bk.to(tl.int64)
         if CONJ_RESULT:
-            acc_im = -acc_im
+            acc_im = acc_im * -1.0  # not -acc_im: Triton before 3.8 compiles that as 0 - acc_im (+0 for -0)
         acc = join_pairs(acc_re, acc_im)
 
     if SPLIT_K:

@@ -45,7 +45,7 @@ def _creciprocal(x, y):
     zero = p == 0.0
     ratio = tl.where(zero, 0.0, q / tl.where(zero, 1.0, p))
     s = tl.where(zero, float("inf"), 1.0 / (p + q * ratio)) * scale
-    return tl.where(real_larger, s, (ratio + 0.0) * s), tl.where(real_larger, (0.0 - ratio) * s, -s)
+    return tl.where(real_larger, s, (ratio + 0.0) * s), tl.where(real_larger, (0.0 - ratio) * s, _neg(s))
 ''',
     "_csqrt": '''
 @triton.jit
@@ -60,7 +60,7 @@ def _csqrt(x, y):
     other = y / (2.0 * tl.where(t == 0.0, 1.0, t))
     negative = _sign_bit(x)
     re = tl.where(negative, tl.abs(other), t)
-    im = tl.where(negative, tl.where(_sign_bit(y), -t, t), other)
+    im = tl.where(negative, tl.where(_sign_bit(y), _neg(t), t), other)
     grow = tl.where(big, 2.0, 1.0)
     return re * grow, im * grow
 ''',
@@ -85,7 +85,7 @@ def _sinh_cosh_times(t, a, b):
     half = tl.exp(0.5 * at)
     sinh_a = tl.where(large, (0.5 * half * a) * half, 0.5 * (em1 + em1 / e) * a)
     cosh_b = tl.where(large, (0.5 * half * b) * half, 0.5 * (e + 1.0 / e) * b)
-    return tl.where(_sign_bit(t), -sinh_a, sinh_a), cosh_b
+    return tl.where(_sign_bit(t), _neg(sinh_a), sinh_a), cosh_b
 ''',
     "_ctanh": '''
 @triton.jit
@@ -96,7 +96,7 @@ def _ctanh(x, y):
     ax = tl.abs(x)
     em1 = _expm1(ax)
     s = 0.5 * (em1 + em1 / (em1 + 1.0))
-    s = tl.where(_sign_bit(x), -s, s)
+    s = tl.where(_sign_bit(x), _neg(s), s)
     sin, cos = _sincos(y)
     t = sin / cos
     beta = 1.0 + t * t
@@ -113,7 +113,7 @@ def _asinh(v):
     # cancellation for small a; past 2^12 the 1 no longer counts and a^2 may overflow: log(2a).
     a = tl.abs(v)
     r = tl.where(a > 4096.0, tl.log(a) + 0.6931471805599453, _log1p(a + a * a / (1.0 + tl.sqrt(1.0 + a * a))))
-    return tl.where(_sign_bit(v), -r, r)
+    return tl.where(_sign_bit(v), _neg(r), r)
 ''',
     # Inverse functions after Kahan, "Branch cuts for complex elementary functions" (1987): written with
     # s1 = sqrt(1 + z) and s2 = sqrt(1 - z) (sqrt(z - 1), sqrt(z + 1) for acosh), each accurate and never
@@ -124,7 +124,7 @@ def _asinh(v):
 def _casin(x, y):
     # asin z = atan2(x, Re(s2 s1)) + i asinh(Im(conj(s2) s1))
     s1_re, s1_im = _csqrt(1.0 + x, y)
-    s2_re, s2_im = _csqrt(1.0 - x, -y)
+    s2_re, s2_im = _csqrt(1.0 - x, _neg(y))
     return _atan2(x, s2_re * s1_re - s2_im * s1_im), _asinh(s2_re * s1_im - s2_im * s1_re)
 ''',
     "_cacos": '''
@@ -132,7 +132,7 @@ def _casin(x, y):
 def _cacos(x, y):
     # acos z = 2 atan2(Re s2, Re s1) + i asinh(Im(conj(s1) s2))
     s1_re, s1_im = _csqrt(1.0 + x, y)
-    s2_re, s2_im = _csqrt(1.0 - x, -y)
+    s2_re, s2_im = _csqrt(1.0 - x, _neg(y))
     return 2.0 * _atan2(s2_re, s1_re), _asinh(s1_re * s2_im - s1_im * s2_re)
 ''',
     "_cacosh": '''
@@ -152,7 +152,7 @@ def _catanh(x, y):
     ax = tl.abs(x)
     re = 0.25 * _log1p(ax / (0.25 * ((1.0 - ax) * (1.0 - ax) + y * y)))
     im = 0.5 * _atan2(y, 0.5 * ((1.0 - ax) * (1.0 + ax) - y * y))
-    return tl.where(_sign_bit(x), -re, re), im
+    return tl.where(_sign_bit(x), _neg(re), re), im
 ''',
 }
 
@@ -196,13 +196,13 @@ out_im = sinh_cos
 sin_x, cos_x = _sincos(self_re)
 sinh_sin, cosh_cos = _sinh_cosh_times(self_im, sin_x, cos_x)
 out_re = cosh_cos
-out_im = tl.where(self_re == 0.0, -(self_re * self_im), -sinh_sin)
+out_im = tl.where(self_re == 0.0, _neg(self_re * self_im), _neg(sinh_sin))
 """,
     "tan": """
 # tan z = -i tanh(iz)
-tanh_re, tanh_im = _ctanh(-self_im, self_re)
+tanh_re, tanh_im = _ctanh(_neg(self_im), self_re)
 out_re = tanh_im
-out_im = -tanh_re
+out_im = _neg(tanh_re)
 """,
     "sinh": """
 # sinh z = sinh x cos y + i cosh x sin y; for y = +-0 the imaginary part is y.
@@ -223,15 +223,15 @@ out_im = tl.where(self_im == 0.0, self_re * self_im, sinh_sin)
     "acos": "out_re, out_im = _cacos(self_re, self_im)",
     "atan": """
 # atan z = -i atanh(iz)
-atanh_re, atanh_im = _catanh(-self_im, self_re)
+atanh_re, atanh_im = _catanh(_neg(self_im), self_re)
 out_re = atanh_im
-out_im = -atanh_re
+out_im = _neg(atanh_re)
 """,
     "asinh": """
 # asinh z = -i asin(iz)
-asin_re, asin_im = _casin(-self_im, self_re)
+asin_re, asin_im = _casin(_neg(self_im), self_re)
 out_re = asin_im
-out_im = -asin_re
+out_im = _neg(asin_re)
 """,
     "acosh": "out_re, out_im = _cacosh(self_re, self_im)",
     "atanh": "out_re, out_im = _catanh(self_re, self_im)",
@@ -241,7 +241,7 @@ negative = self_re < 0.0
 decay = tl.exp(-tl.abs(self_re))
 sin_y, cos_y = _sincos(self_im)
 exp_re = decay * cos_y
-exp_im = tl.where(negative, decay, -decay) * sin_y
+exp_im = tl.where(negative, decay, _neg(decay)) * sin_y
 out_re, out_im = _cdiv(tl.where(negative, exp_re, 1.0), tl.where(negative, exp_im, 0.0), 1.0 + exp_re, exp_im)
 """,
     "abs": "out = _hypot(self_re, self_im)",
@@ -255,12 +255,12 @@ out_re = tl.where(nonzero, self_re / safe, 0.0)
 out_im = tl.where(nonzero, self_im / safe, 0.0)
 """,
     "neg": """
-out_re = -self_re
-out_im = -self_im
+out_re = _neg(self_re)
+out_im = _neg(self_im)
 """,
     "conj_physical": """
 out_re = self_re
-out_im = -self_im
+out_im = _neg(self_im)
 """,
     "square": """
 # (x - y)(x + y) stays accurate where x^2 - y^2 cancels.

@@ -137,6 +137,18 @@ def test_real_and_imaginary_axes_stay_exact(load):
     assert torch.equal(real, torch.zeros(2, dtype=torch.float16))
 
 
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_negation_flips_the_sign_of_zero(load, dtype):
+    """neg and conj flip exactly the sign bits IEEE negation flips, zeros included (Triton before 3.8 compiles a
+    float's unary minus as 0 - v: +0 for both zeros, so conj(1 + 0j) was 1 + 0j)."""
+    x, _ = rounded([complex(a, b) for a in (0.0, -0.0, 1.5) for b in (0.0, -0.0, -2.0)], dtype)
+    bits = torch.view_as_real(x).view(torch.int16)
+    sign = torch.tensor(-0x8000, dtype=torch.int16)
+    for op, flipped in (("neg", torch.tensor([True, True])), ("conj_physical", torch.tensor([False, True]))):
+        actual = torch.view_as_real(load("unary")(params(op, dtype))(x)).view(torch.int16)
+        assert torch.equal(actual, torch.where(flipped, bits ^ sign, bits)), op
+
+
 LARGE = {
     # near the fp16 edge: |z| < 65504, but fp16 arithmetic on the parts would overflow
     "complex32": [4.0e4 + 4.5e4j, -3.0e4 + 3.0e4j, 3.0e4 - 2.5e4j, -6.0e4 - 1.0e3j, -1.2e4 + 9.0e3j],
