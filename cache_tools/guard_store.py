@@ -3,10 +3,14 @@
     <root>/guard/<key>/libjitdtypes_guard.so    built from jitdtypes/native_guard/guard.cpp
     <root>/guard/<key>/meta.json                {"key", "sha256", "bytes", "created", "torch", "compiler", ...}
     <root>/guard/<key>.lock                     serializes the build of one key across processes
+    <root>/guard/<key>.failed.json              a build of this key that failed: {"key", "compiler", "error",
+                                                "output", "created", "torch"}; no entry directory then
 
 A build happens in a private temporary directory next to the entries, which is renamed into place once the
 library and its metadata are complete: an entry directory is whole or absent. A library is handed out for
 loading only after its ownership, permissions and sha256 were checked, since loading it runs its code.
+A failed build is remembered (written whole, read only when private to the user) so that later imports do not
+pay for the compiler again; it counts for the compiler that failed, and removing it asks for a new build.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from pathlib import Path
 from filelock import FileLock
 
 from . import atomic, locations
-from .store import META, CorruptEntry, check_private
+from .store import META, CorruptEntry, InsecureEntry, check_private
 
 LIBRARY = "libjitdtypes_guard.so"
+FAILED = ".failed.json"
 
 
 @dataclasses.dataclass
@@ -98,6 +103,32 @@ class GuardStore:
             shutil.rmtree(target)  # a damaged entry: we hold the lock
         os.replace(workspace, target)
         return GuardEntry(key, target, meta)
+
+    def failure_path(self, key: str) -> Path:
+        return self.root / f"{key}{FAILED}"
+
+    def record_failure(self, key: str, record: dict) -> None:
+        locations.ensure_dir(self.root)
+        record = {**record, "key": key, "created": time.time()}
+        atomic.write_text(self.failure_path(key), json.dumps(record, indent=1, sort_keys=True))
+
+    def read_failure(self, key: str) -> dict | None:
+        """The remembered failed build of `key`, or None: absent, unreadable, or writable by someone else (a
+        record only ever suppresses a build, so one that cannot be trusted is ignored and the build retried)."""
+        path = self.failure_path(key)
+        try:
+            check_private(path)
+            record = json.loads(path.read_text())
+        except (OSError, ValueError, InsecureEntry):
+            return None
+        return record if isinstance(record, dict) and record.get("key") == key else None
+
+    def forget_failure(self, key: str) -> None:
+        self.failure_path(key).unlink(missing_ok=True)
+
+    def failures(self) -> list[Path]:
+        """Every remembered failed build, of any key."""
+        return sorted(self.root.glob(f"*{FAILED}")) if self.root.is_dir() else []
 
     def entries(self) -> list[Path]:
         if not self.root.is_dir():

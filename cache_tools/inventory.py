@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from . import locations, triton_artifacts
-from .guard_store import LIBRARY, GuardStore
+from .guard_store import FAILED, LIBRARY, GuardStore
 from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
 
 VERSION_FIELDS = ("torch", "triton", "jitdtypes")
@@ -111,6 +111,19 @@ def guard_entries(root: Path | None = None) -> list[dict]:
     return entries
 
 
+def guard_failures(root: Path | None = None) -> list[dict]:
+    """Every remembered failed compiled-guard build (guard_store's `<key>.failed.json`)."""
+    store = GuardStore(root or locations.cache_root())
+    failures = []
+    for path in store.failures():
+        key = path.name[: -len(FAILED)]
+        record = store.read_failure(key) or {}
+        failures.append({"key": key, "path": str(path), "bytes": path.lstat().st_size, "torch": record.get("torch"),
+                         "compiler": (record.get("compiler") or [None])[0], "created": record.get("created"),
+                         "error": record.get("error"), "problem": None if record else "unreadable or not private"})
+    return failures
+
+
 def info(root: Path | None = None) -> dict:
     root = root or locations.cache_root()
     records = scan(root)
@@ -120,15 +133,18 @@ def info(root: Path | None = None) -> dict:
         versions[version] = versions.get(version, 0) + 1
     discovery = discovery_files(root)
     guards = guard_entries(root)
+    failures = guard_failures(root)
     return {
         "dir": str(root),
         "entries": len(records),
-        "bytes": sum(r.bytes for r in records) + sum(d["bytes"] for d in discovery) + sum(g["bytes"] for g in guards),
+        "bytes": sum(r.bytes for r in records) + sum(d["bytes"] for d in discovery)
+        + sum(g["bytes"] for g in guards + failures),
         "kernel_bytes": sum(r.bytes for r in records),
         "damaged": sum(r.problem is not None for r in records),
         "versions": [dict(zip(VERSION_FIELDS, v), entries=n) for v, n in sorted(versions.items(), key=str)],
         "discovery": discovery,
         "guard": guards,
+        "guard_failures": failures,
     }
 
 
@@ -193,6 +209,12 @@ def clean(
             chosen.append({"path": str(Path(guard["path"]).parent), "key": guard["key"], "bytes": guard["bytes"],
                            "op": "compiled guard", "dtype": None,
                            "reason": "all" if everything else "stale" if stale else "unused"})
+    for failure in guard_failures(root):  # --stale forgets the current build's failure too: the next import retries
+        old = older_than_s is not None and now - float(failure["created"] or 0) > older_than_s
+        if everything or stale_for is not None or old:
+            chosen.append({"path": failure["path"], "key": failure["key"], "bytes": failure["bytes"],
+                           "op": "failed guard build", "dtype": None,
+                           "reason": "all" if everything else "stale" if stale_for is not None else "unused"})
     for path in leftovers(root):
         if now - path.stat().st_mtime > LEFTOVER_AGE_S:
             chosen.append({"path": str(path), "key": None, "bytes": sum(f.stat().st_size for f in path.rglob("*")

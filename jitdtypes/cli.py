@@ -25,9 +25,21 @@ def _enable_unless_disabled() -> None:
         jitdtypes.enable()
 
 
+def _refuse_absent_dtype(command: str, name: str | None) -> bool:
+    """Whether `name` is a 16-bit complex dtype this torch build lacks (said on stderr)."""
+    from . import dtypes
+
+    if name in dtypes.ABSENT:
+        print(f"jitdtypes {command}: --dtype {name}: {dtypes.ABSENT[name]}", file=sys.stderr)
+        return True
+    return False
+
+
 def cmd_ops(args) -> int:
     import jitdtypes
 
+    if _refuse_absent_dtype("ops", args.dtype):
+        return 2
     _enable_unless_disabled()
     rows = jitdtypes.stats()
     if args.dtype:
@@ -42,8 +54,11 @@ def cmd_ops(args) -> int:
         return 0
     registration = jitdtypes._registration
     if registration is not None:
+        from . import native_guard
+
         typed = f", {len(registration.typed)} of {len(registration.keys)} typed" if registration.compiled else ""
-        print(f"guard: {registration.guard}{typed}")
+        why = native_guard.why_python() if registration.compiled is None else None
+        print(f"guard: {registration.guard}{typed}" + (f" ({why})" if why else ""))
     _print_table(rows, ["op", "dtype", "device", "support", "path", "calls"])
     counts: dict[str, int] = {}
     for row in rows:
@@ -75,6 +90,8 @@ def cmd_warm(args) -> int:
     if device == "cuda" and not arches and not torch.cuda.is_available():
         print("jitdtypes warm: no CUDA device here: name the GPU arches to compile for, e.g. --arch sm_80,sm_90",
               file=sys.stderr)
+        return 2
+    if _refuse_absent_dtype("warm", args.dtype):
         return 2
     names = sorted(n for n, d in dtypes.BY_NAME.items() if d.is_complex) if args.dtype == "all" else [args.dtype]
     ops = {op.strip() for op in args.ops.split(",") if op.strip()} if args.ops else None
@@ -115,15 +132,16 @@ def _warm_discovery() -> None:
 
 
 def _warm_guard() -> str:
-    """Build (or find) the compiled dispatch guard, as the next import would."""
+    """Build (or find) the compiled dispatch guard, as the next import would; a remembered failed build is
+    tried again."""
     from . import native_guard
 
     try:
-        chosen = native_guard.resolve()
+        chosen = native_guard.resolve(retry=True)
     except native_guard.GuardUnavailable as exc:
         return f"guard: unavailable ({exc})"
     if chosen != native_guard.COMPILED:
-        return f"guard: {chosen}"
+        return f"guard: {chosen} ({native_guard.why_python()})"
     return f"guard: compiled, {native_guard.info()['path']}"
 
 
@@ -156,7 +174,14 @@ def cmd_cache_info(args) -> int:
         status = guard["problem"] or ("loaded by this torch build" if guard["key"] == active else "another build")
         print(f"guard      {guard['key']} torch {guard['torch']}, {guard['compiler']}: {guard['bytes']:,} bytes "
               f"({status})")
-    if not report["guard"]:
+    for failure in report["guard_failures"]:
+        status = ("this torch build uses the Python guard; `jitdtypes warm` or `jitdtypes cache clean --stale` "
+                  "retries" if failure["key"] == active else "another build")
+        print(f"guard      {failure['key']} torch {failure['torch']}, {failure['compiler']}: build failed "
+              f"{_when(failure['created'])}: {failure['error'] or failure['problem']} ({status})")
+    if active is None:
+        print("guard      the Python guard is used: JITDTYPES_GUARD=python")
+    elif not report["guard"] and not report["guard_failures"]:
         print("guard      no compiled guard built yet (the Python guard is used until one is)")
     print(f"total      {report['bytes']:,} bytes")
     return 0
@@ -321,13 +346,14 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     ops = commands.add_parser("ops", help="which path each (op, dtype, device) takes: native, template or upcast")
-    ops.add_argument("--dtype", choices=sorted(dtypes.BY_NAME))
+    ops.add_argument("--dtype", choices=sorted({*dtypes.BY_NAME, *dtypes.ABSENT}))
     ops.add_argument("--device", choices=["cpu", "cuda"])
     ops.add_argument("--path", choices=["native", "template", "upcast"])
     ops.add_argument("--json", action="store_true", help="a JSON list of objects instead of a table")
     ops.set_defaults(run=cmd_ops)
 
-    complex_names = sorted(n for n, d in dtypes.BY_NAME.items() if d.is_complex)
+    # a dtype this torch lacks is still a choice: the cache may hold other builds' entries, and warm/ops say why
+    complex_names = sorted({*(n for n, d in dtypes.BY_NAME.items() if d.is_complex), *dtypes.ABSENT})
     warm = commands.add_parser("warm", help="generate (and on CUDA compile) every template kernel for a dtype")
     warm.add_argument("--dtype", required=True, choices=complex_names + ["all"])
     warm.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda when available, else cpu")

@@ -63,6 +63,13 @@ def _torch_dtype_of(array) -> torch.dtype | None:
     return None
 
 
+def _absent_dtype_of(data) -> str | None:
+    """The name of an ml_dtypes 16-bit complex dtype of `data` that this torch build lacks."""
+    ml_dtypes = sys.modules.get("ml_dtypes")
+    kind = getattr(getattr(data, "dtype", None), "type", None)
+    return next((name for name in dtypes.ABSENT if kind is getattr(ml_dtypes, name, ())), None)
+
+
 # -- tensor -> numpy ---------------------------------------------------------------------------------------
 
 
@@ -156,7 +163,12 @@ def _converter(original, keywords_for_words, finish):
         except TypeError as exc:
             data = args[0] if len(args) == 1 else kwargs.get("data") if not args else None
             array, torch_dtype = _array_and_dtype(data)
-            if array is None or not str(exc).startswith(_UNSUPPORTED_ARRAY):
+            if not str(exc).startswith(_UNSUPPORTED_ARRAY):
+                raise
+            if array is None:
+                absent = _absent_dtype_of(data)
+                if absent:
+                    raise TypeError(f"{exc} (ml_dtypes.{absent} arrays: {dtypes.ABSENT[absent]})") from exc
                 raise
         for_words = {k: v for k, v in kwargs.items() if k in keywords_for_words}
         rest = {k: v for k, v in kwargs.items() if k not in keywords_for_words and k != "data"}

@@ -13,7 +13,7 @@ import torch
 
 import jitdtypes
 from jitdtypes import dtypes, native_guard
-from tests.conftest import seed_cache
+from tests.conftest import CLI, seed_cache
 
 BUILDING = "building the compiled dispatch guard"
 FALLING_BACK = "using the Python dispatch guard"
@@ -93,23 +93,63 @@ def test_without_a_compiler_the_python_guard_takes_over_with_one_warning(tmp_pat
         assert run.returncode == 0, run.stderr[-2000:]
         assert run.stdout.split() == ["python", "True", "False"]
         assert run.stderr.count(FALLING_BACK) == 1 and "no C++ compiler found" in run.stderr
+        assert BUILDING not in run.stderr  # no build is announced without a compiler to run it
     forced = _run(cache, JITDTYPES_GUARD="compiled", **_no_compiler(tmp_path))
     assert forced.returncode != 0
     assert "GuardUnavailable: JITDTYPES_GUARD=compiled, but the compiled guard is not available" in forced.stderr
 
 
-def test_a_failing_build_falls_back_with_the_compiler_message(tmp_path):
+def _failing_compiler(path: Path, runs: Path) -> Path:
+    """A compiler that counts its runs in `runs` and fails as g++ does, with a note and an error line."""
+    path.write_text(f"#!/bin/sh\necho run >> {runs}\n"
+                    "echo 'In file included from guard.cpp:18:' >&2\n"
+                    "echo 'torch_compat.h:7:3: error: this compiler refuses' >&2\n"
+                    "echo '    7 |   nothing' >&2\nexit 3\n")
+    path.chmod(0o755)
+    return path
+
+
+def _cli(cache: Path, *args, **env) -> subprocess.CompletedProcess:
+    environment = {**os.environ, "JITDTYPES_CACHE_DIR": str(cache), **env}
+    environment.pop("JITDTYPES_GUARD", None)
+    return subprocess.run([CLI, *args], env=environment, capture_output=True, text=True, timeout=900)
+
+
+def test_a_failing_build_falls_back_with_the_compiler_message_and_is_remembered(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
     shutil.copytree(seed_cache(tmp_path / "seed") / "discovery", cache / "discovery")
-    failing = tmp_path / "failing-c++"
-    failing.write_text("#!/bin/sh\necho 'guard.cpp:1: error: this compiler refuses' >&2\nexit 3\n")
-    failing.chmod(0o755)
-    run = _run(cache, CXX=str(failing))
-    assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split() == ["python", "True", "False"]
-    assert run.stderr.count(FALLING_BACK) == 1 and "exited with 3" in run.stderr
+    runs = tmp_path / "runs"
+    failing = str(_failing_compiler(tmp_path / "failing-c++", runs))
+    compiler_runs = lambda: len(runs.read_text().split()) if runs.exists() else 0  # noqa: E731
+
+    first = _run(cache, CXX=failing)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert first.stdout.split() == ["python", "True", "False"]
+    assert first.stderr.count(FALLING_BACK) == 1 and first.stderr.count(BUILDING) == 1
+    assert "exited with 3: torch_compat.h:7:3: error: this compiler refuses" in first.stderr  # the error line
     assert not list((cache / "guard").glob("*/*.so"))  # nothing half-built is left as an entry
+    assert compiler_runs() == 1
+
+    again = _run(cache, CXX=failing)  # remembered: no compiler run, no build announced, the reason quoted
+    assert again.stdout.split() == ["python", "True", "False"] and compiler_runs() == 1
+    assert BUILDING not in again.stderr and "this compiler refuses" in again.stderr and "is not retried" in again.stderr
+
+    info = _cli(cache, "cache", "info", CXX=failing)
+    assert info.returncode == 0 and "build failed" in info.stdout and "this compiler refuses" in info.stdout
+    ops = _cli(cache, "ops", "--path", "upcast", CXX=failing)
+    assert ops.returncode == 0, ops.stderr[-2000:]
+    assert ops.stdout.splitlines()[0].startswith("guard: python (the compiled guard is not available: ")
+    assert "this compiler refuses" in ops.stdout.splitlines()[0] and compiler_runs() == 1
+
+    other = _failing_compiler(tmp_path / "other-c++", runs)  # another compiler is tried
+    assert _run(cache, CXX=str(other)).stdout.split()[0] == "python" and compiler_runs() == 2
+    warm = _cli(cache, "warm", "--dtype", "complex32", "--device", "cpu", "--ops", "exp", CXX=failing)
+    assert warm.returncode == 0 and compiler_runs() == 3  # warm retries
+    assert "guard: python (the compiled guard is not available: " in warm.stdout
+    clean = _cli(cache, "cache", "clean", "--stale", CXX=failing)
+    assert clean.returncode == 0 and "failed guard build" in clean.stdout
+    assert _run(cache, CXX=failing).stdout.split()[0] == "python" and compiler_runs() == 4  # retried after clean
 
 
 @compiled_only

@@ -63,15 +63,18 @@ def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
     return library
 
 
-def load() -> ctypes.CDLL:
+def load(retry: bool = False) -> ctypes.CDLL:
     """The loaded guard library (built on first use for this torch build); BuildError/OSError otherwise.
-    A failure is remembered: the process does not try the compiler again."""
+    A failure is remembered: the process does not try the compiler again, nor do later processes with the same
+    torch build and compiler (build.ensure), unless `retry`."""
     with _lock:
+        if retry and "error" in _loaded:
+            del _loaded["error"]
         if "error" in _loaded:
             raise _loaded["error"]
         if "library" not in _loaded:
             try:
-                path, meta = build.ensure()
+                path, meta = build.ensure(retry=retry)
                 try:
                     library = _bind(ctypes.CDLL(str(path), mode=os.RTLD_LOCAL))
                 except AttributeError as exc:  # a library that is not ours
@@ -216,25 +219,35 @@ class GuardLibrary:
 
 
 _fallback_warned = False
+_why_python: list[str] = []  # why the last resolve() chose the Python guard, when it did
 
 
-def resolve(choice: str | None = None) -> str:
+def resolve(choice: str | None = None, retry: bool = False) -> str:
     """The guard to install: PYTHON or COMPILED. `choice` (default: $JITDTYPES_GUARD, else auto) of AUTO
     takes the compiled guard when it can be had, else the Python one with a single warning per process;
-    COMPILED raises GuardUnavailable when it cannot be had."""
+    COMPILED raises GuardUnavailable when it cannot be had. `retry`: build again after a remembered failure."""
     global _fallback_warned
+    explicit = choice
     choice = choice or requested()
+    _why_python.clear()
     if choice == PYTHON:
+        _why_python.append(f"chosen with enable({PYTHON!r})" if explicit else f"{ENV_VAR}={PYTHON}")
         return PYTHON
     try:
-        load()
+        load(retry)
         return COMPILED
     except (build.BuildError, OSError, RuntimeError) as exc:
-        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        reason = " ".join(str(exc).split()) or type(exc).__name__
         if choice == COMPILED:
             raise GuardUnavailable(f"{ENV_VAR}=compiled, but the compiled guard is not available: {exc}") from exc
+        _why_python.append(f"the compiled guard is not available: {reason}")
         if not _fallback_warned:
             _fallback_warned = True
             log.warning("jitdtypes: using the Python dispatch guard (about +1.6 us per call of an overridden op "
                         "in any dtype), since the compiled one is not available: %s", reason)
         return PYTHON
+
+
+def why_python() -> str | None:
+    """Why the Python guard was chosen by the last resolve(), or None when it was not."""
+    return _why_python[0] if _why_python else None

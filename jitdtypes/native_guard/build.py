@@ -2,6 +2,10 @@
 
 Key = sha256(format, guard.cpp and its headers, torch version and git revision, C++ ABI, platform): check the store, lock,
 check again, build in a private workspace, install. Without a usable compiler or cache the caller falls back.
+
+A failed build is remembered for its key and compiler (guard_store's `<key>.failed.json`): a failed compile took
+17-21 s on 2 cores and was repeated on every import. `ensure(retry=True)` (`jitdtypes warm`) builds again, and
+so does the next import once `jitdtypes cache clean --stale` removed the record or another compiler is chosen.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ log = logging.getLogger("jitdtypes")
 
 FORMAT = 1
 SOURCE = Path(__file__).with_name("guard.cpp")
-HEADERS = (Path(__file__).with_name("typed_signatures.h"), Path(__file__).with_name("upcast.h"))
+HEADERS = tuple(sorted(Path(__file__).parent.glob("*.h")))  # every header guard.cpp includes
 COMPILE_TIMEOUT_S = 600
 
 
@@ -57,27 +61,38 @@ def compiler() -> list[str]:
     raise BuildError(f"no C++ compiler found ({'CXX=' + configured if configured else 'c++, g++, clang++ on PATH'})")
 
 
-def compile_command(output: Path) -> list[str]:
+def compile_command(output: Path, cxx: list[str] | None = None) -> list[str]:
     torch_dir = Path(torch.__file__).parent
     include, lib = torch_dir / "include", torch_dir / "lib"
     link = ["-shared", "-undefined", "dynamic_lookup"] if sys.platform == "darwin" else ["-shared"]
     return [
-        *compiler(), "-O2", "-std=c++20", "-fPIC", "-fvisibility=hidden",
+        *(cxx or compiler()), "-O2", "-std=c++20", "-fPIC", "-fvisibility=hidden",
         f"-D_GLIBCXX_USE_CXX11_ABI={int(torch._C._GLIBCXX_USE_CXX11_ABI)}",
         "-isystem", str(include), "-isystem", str(include / "torch" / "csrc" / "api" / "include"),
         str(SOURCE), "-o", str(output), *link, f"-L{lib}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{lib}",
     ]
 
 
-def _build_into(workspace: Path) -> dict:
-    command = compile_command(workspace / LIBRARY)
+def first_errors(output: str, count: int = 3) -> list[str]:
+    """The compiler's first `count` error lines (gcc and clang: `file:line:col: error: ...`, the linker:
+    `undefined reference`), jitdtypes' own directory left out of paths; its first lines when none is one."""
+    lines = [line.strip().replace(f"{SOURCE.parent}{os.sep}", "") for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if "error:" in line or "undefined reference" in line]
+    return (errors or lines)[:count]
+
+
+def _build_into(workspace: Path, cxx: list[str]) -> dict:
+    command = compile_command(workspace / LIBRARY, cxx)
     started = time.monotonic()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise BuildError(f"{command[0]} failed to run: {exc}") from exc
     if done.returncode != 0:
-        raise BuildError(f"{command[0]} exited with {done.returncode}:\n{(done.stderr or done.stdout)[-3000:]}")
+        output = done.stderr or done.stdout
+        error = BuildError(f"{command[0]} exited with {done.returncode}: " + " | ".join(first_errors(output)))
+        error.output = output[-6000:]
+        raise error
     version = subprocess.run([command[0], "--version"], capture_output=True, text=True, check=False).stdout
     return {"torch": torch.__version__, "compiler": command[0], "compiler_version": version.splitlines()[0:1],
             "build_seconds": round(time.monotonic() - started, 2), "format": FORMAT}
@@ -88,8 +103,9 @@ def _announce() -> None:
                 "(once per torch build; about 20 s)")
 
 
-def ensure(store: GuardStore | None = None) -> tuple[Path, dict]:
-    """The path of a verified guard library for this torch build, built if needed; BuildError otherwise.
+def ensure(store: GuardStore | None = None, retry: bool = False) -> tuple[Path, dict]:
+    """The path of a verified guard library for this torch build, built if needed; BuildError otherwise (no
+    compiler, a failed build, or, unless `retry`, a failed build of this key with this compiler remembered).
 
     An entry that could have been written by someone else, or a cache that cannot be written, makes the
     library live in a private temporary directory for this process instead (one warning)."""
@@ -101,17 +117,39 @@ def ensure(store: GuardStore | None = None) -> tuple[Path, dict]:
             with store.lock(entry_key):
                 entry = _read(store, entry_key, quietly=False)
                 if entry is None:
-                    _announce()
-                    workspace = store.workspace()
-                    try:
-                        entry = store.install(entry_key, workspace, _build_into(workspace))
-                    finally:
-                        shutil.rmtree(workspace, ignore_errors=True)
+                    cxx = compiler()
+                    _raise_remembered(store, entry_key, cxx, retry)
+                    entry = _build_entry(store, entry_key, cxx)
         return entry.library, entry.meta
     except (InsecureEntry, OSError) as exc:
         log.warning("jitdtypes: the compiled guard cache is not usable (%s); building it in a private "
                     "temporary directory for this process", exc)
         return _build_private()
+
+
+def _build_entry(store: GuardStore, entry_key: str, cxx: list[str]) -> GuardEntry:
+    """Build and install under the key's lock; a failure is recorded before it is raised."""
+    _announce()
+    workspace = store.workspace()
+    try:
+        try:
+            meta = _build_into(workspace, cxx)
+        except BuildError as exc:
+            store.record_failure(entry_key, {"compiler": cxx, "error": str(exc), "torch": torch.__version__,
+                                             "output": getattr(exc, "output", "")})
+            raise
+        store.forget_failure(entry_key)
+        return store.install(entry_key, workspace, meta)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _raise_remembered(store: GuardStore, entry_key: str, cxx: list[str], retry: bool) -> None:
+    failure = None if retry else store.read_failure(entry_key)
+    if failure is not None and failure.get("compiler") == cxx:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(failure.get("created") or 0)))
+        raise BuildError(f"{failure.get('error')} (the build for this torch build and compiler failed at {when} and is not "
+                         "retried: `jitdtypes warm` or `jitdtypes cache clean --stale` retries it)")
 
 
 def _read(store: GuardStore, entry_key: str, quietly: bool) -> GuardEntry | None:
@@ -128,8 +166,9 @@ _private_builds: list = []  # kept for the life of the process: the library stay
 
 
 def _build_private() -> tuple[Path, dict]:
+    cxx = compiler()
     workspace = tempfile.TemporaryDirectory(prefix="jitdtypes-guard-")
     _private_builds.append(workspace)
     _announce()
-    meta = _build_into(Path(workspace.name))
+    meta = _build_into(Path(workspace.name), cxx)
     return Path(workspace.name) / LIBRARY, meta
