@@ -1,5 +1,6 @@
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -16,6 +17,7 @@ if not os.environ.get("JITDTYPES_CACHE_DIR"):
     os.environ["JITDTYPES_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "jitdtypes-test-cache")
 
 import jitdtypes  # noqa: E402 - after the environment above; runs (or loads) discovery once per session
+from jitdtypes import native_guard  # noqa: E402
 
 # Where this session's discovery results and compiled guard live: tests that want an empty kernel cache copy
 # them from here (seed_cache), so that their processes neither probe nor compile again.
@@ -45,11 +47,26 @@ def seed_cache(root: Path) -> Path:
     return root
 
 
+# The `jitdtypes` command of the environment running the tests (next to its python, whether or not that
+# environment is activated), else the one on PATH.
+_BESIDE = Path(sys.executable).with_name("jitdtypes")
+CLI = str(_BESIDE) if _BESIDE.is_file() else (shutil.which("jitdtypes") or "jitdtypes")
+
+
+def enable_or_skip(choice: str) -> None:
+    """jitdtypes.enable(choice); the test is skipped where that guard cannot be had (no compiler, a failed
+    build)."""
+    try:
+        jitdtypes.enable(choice)
+    except native_guard.GuardUnavailable as exc:
+        pytest.skip(f"no {choice} guard in this session: {exc}")
+    if jitdtypes.guard() != choice:
+        pytest.skip(f"no {choice} guard in this session")
+
+
 @pytest.fixture(params=["compiled", "python"])
 def guard(request):
     """Runs a test under each dispatch guard (skipped for the compiled one where it cannot be built)."""
-    jitdtypes.enable(request.param)
-    if jitdtypes.guard() != request.param:
-        pytest.skip(f"no {request.param} guard in this session")
+    enable_or_skip(request.param)
     yield request.param
     jitdtypes.enable(os.environ.get("JITDTYPES_GUARD") or "auto")

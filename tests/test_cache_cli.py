@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from jitdtypes import dtypes
-from tests.conftest import seed_cache
+from tests.conftest import CLI, seed_cache
 
 # bcomplex32 where torch has it (2.14+), else complex32
 LAST_DTYPE = "bcomplex32" if "bcomplex32" in dtypes.BY_NAME else "complex32"
@@ -17,7 +17,7 @@ LAST_DTYPE = "bcomplex32" if "bcomplex32" in dtypes.BY_NAME else "complex32"
 
 def jitdtypes_cli(cache: Path, *args, check_rc=0):
     env = {**os.environ, "JITDTYPES_CACHE_DIR": str(cache)}
-    run = subprocess.run(["jitdtypes", *args], env=env, capture_output=True, text=True, timeout=600)
+    run = subprocess.run([CLI, *args], env=env, capture_output=True, text=True, timeout=600)
     if check_rc is not None:
         assert run.returncode == check_rc, run.stdout + run.stderr
     return run

@@ -13,7 +13,7 @@ import jitdtypes
 from jitdtypes.cache_tools import atomic, inventory
 from jitdtypes.cache_tools.store import SOURCE
 from jitdtypes import engine
-from tests.conftest import seed_cache
+from tests.conftest import CLI, seed_cache
 
 OPS = "exp,mul,sum"
 
@@ -42,7 +42,7 @@ def _assert_exp_right(y, x):
 
 def test_eight_processes_warming_one_empty_cache(cache):
     env = {**os.environ, "JITDTYPES_CACHE_DIR": str(cache)}
-    command = ["jitdtypes", "warm", "--dtype", "all", "--device", "cpu", "--ops", OPS]
+    command = [CLI, "warm", "--dtype", "all", "--device", "cpu", "--ops", OPS]
     processes = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for _ in range(8)]
     outputs = [p.communicate(timeout=600) for p in processes]

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import jitdtypes
+from tests.conftest import CLI
 
 SNIPPET = """
 import torch, jitdtypes
@@ -79,9 +80,9 @@ def test_first_fallback_per_op_and_dtype_is_logged(caplog):
 
 
 def test_cli_version_and_ops():
-    version = subprocess.run(["jitdtypes", "--version"], capture_output=True, text=True, timeout=300)
+    version = subprocess.run([CLI, "--version"], capture_output=True, text=True, timeout=300)
     assert version.stdout.strip() == f"jitdtypes {jitdtypes.__version__}"
-    listing = subprocess.run(["jitdtypes", "ops", "--dtype", "complex32", "--device", "cpu", "--json"],
+    listing = subprocess.run([CLI, "ops", "--dtype", "complex32", "--device", "cpu", "--json"],
                              capture_output=True, text=True, timeout=300)
     assert listing.returncode == 0, listing.stderr
     rows = json.loads(listing.stdout)
@@ -89,7 +90,7 @@ def test_cli_version_and_ops():
     assert {r["guard"] for r in rows} == {jitdtypes.guard()}
     by_op = {r["op"]: r for r in rows}
     assert by_op["aten::exp"]["path"] == "upcast" and by_op["aten::mul.Tensor"]["path"] == "native"
-    table = subprocess.run(["jitdtypes", "ops", "--path", "upcast"], capture_output=True, text=True, timeout=300)
+    table = subprocess.run([CLI, "ops", "--path", "upcast"], capture_output=True, text=True, timeout=300)
     lines = table.stdout.splitlines()
     assert lines[0].startswith(f"guard: {jitdtypes.guard()}")
     assert lines[1].split() == ["op", "dtype", "device", "support", "path", "calls"]

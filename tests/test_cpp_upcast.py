@@ -13,7 +13,7 @@ import torch
 import jitdtypes
 from jitdtypes import dtypes, native_guard, path_record
 from tests import opinfo_samples as db
-from tests.conftest import IDS, TARGETS, seed_cache
+from tests.conftest import IDS, TARGETS, enable_or_skip, seed_cache
 from tests.opinfo_exclusions import EXCLUDED, RANDOM_OPS
 from tests.test_fallback import SCALARS, WRAPPED_NUMBER_OPS
 
@@ -22,9 +22,7 @@ OPS = [op for op in db.ops_supporting(torch.complex64) if db.op_id(op) not in RA
 
 @pytest.fixture(autouse=True)
 def compiled_guard():
-    jitdtypes.enable("compiled")
-    if jitdtypes.guard() != "compiled":
-        pytest.skip("no compiled guard in this session")
+    enable_or_skip("compiled")
     native_guard.set_cpp_upcast(True)
     yield
     native_guard.set_cpp_upcast(os.environ.get(native_guard.CPP_UPCAST_ENV_VAR, "").strip() != "0")

@@ -3,8 +3,6 @@ kinds that change from call to call (tensor then Python number, number types, co
 place, zero-dim, complex32 then bcomplex32, mixed dtypes) gives, call after call, exactly what the hand-written
 upcast gives (inputs widened to complex64, the op, the result rounded back), under both dispatch guards."""
 
-import os
-
 import pytest
 import torch
 
@@ -12,19 +10,9 @@ import jitdtypes
 from jitdtypes import dtypes, fast_path, path_record
 from tests.conftest import IDS, TARGETS
 
-GUARDS = ["compiled", "python"]
 EPS = {torch.complex32: 2.0**-10}
 if dtypes.BCOMPLEX32:
     EPS[dtypes.BCOMPLEX32] = 2.0**-7
-
-
-@pytest.fixture(params=GUARDS)
-def guard(request):
-    jitdtypes.enable(request.param)
-    if jitdtypes.guard() != request.param:
-        pytest.skip("no compiled guard in this session")
-    yield request.param
-    jitdtypes.enable(os.environ.get("JITDTYPES_GUARD") or "auto")
 
 
 def values(shape, dtype, seed=0):
