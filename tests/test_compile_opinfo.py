@@ -20,6 +20,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from jitdtypes import dtypes
 from tests.conftest import IDS, TARGETS
 from tests import opinfo_samples as db
+from tests import torch_bugs
 from tests.test_compile_parts import compile_path_installed  # noqa: F401 - the module fixture
 from tests.test_opinfo_coverage import assert_matches
 
@@ -98,6 +99,9 @@ def _compile_and_compare(op, target, backend, limit):
 @pytest.mark.parametrize("target", TARGETS, ids=IDS)
 @pytest.mark.parametrize("op", COMPILED_OPS, ids=db.op_id)
 def test_compiled_sample_matches_eager(op, target):
+    if db.op_id(op) == "logaddexp" and not torch_bugs.fx_writes_nonfinite_complex_constants():
+        pytest.skip("this torch's FX cannot run a graph holding complex(nan, nan), which PyTorch's complex "
+                    "logaddexp puts there, complex64 too (tests/torch_bugs.py)")
     seen: set = set()
     if _compile_and_compare(op, target, _recording_backend(seen), limit=2) == 0:
         pytest.skip("no sample runs in eager")

@@ -8,6 +8,7 @@ import torch._inductor.lowering  # noqa: F401 - the compile path joins Inductor'
 from torch._inductor.utils import run_and_get_code
 
 from jitdtypes import dtypes
+from tests import torch_bugs
 from tests.conftest import IDS, TARGETS, TOLERANCE
 from tests.programs import spectral_conv_1d
 from tests.test_compile_parts import compile_path_installed  # noqa: F401 - the module fixture
@@ -200,6 +201,9 @@ INDUCTOR_CASES = [("spectral_conv_1d", torch.complex32), ("in_place_updates", dt
 
 @pytest.mark.parametrize("name, dtype", INDUCTOR_CASES, ids=[f"{n}-{dtypes.NAMES[d]}" for n, d in INDUCTOR_CASES])
 def test_program_matches_eager_under_inductor(name, dtype):
+    if name == "in_place_updates" and not torch_bugs.inductor_cpp_compiles_masked_constants():
+        pytest.skip("this torch's Inductor fails on a constant-filled slice in vectorized C++, without jitdtypes "
+                    "too (tests/torch_bugs.py)")
     _assert_same_as_eager(name, dtype, "inductor")
 
 
