@@ -12,7 +12,8 @@ Timing: rounds of calls interleaved across the ways; per way the fastest call (l
 on the machine) and the median. First-call times are measured with Inductor's caches disabled (the first
 compile in the process also pays for loading Inductor and the C++ toolchain).
 
-    python -m benchmarks.compile [--rounds 7] [--calls 5]     # CSV in benchmarks/results/compile.csv
+    python -m benchmarks.compile [--rounds 7] [--calls 5] [--devices cpu,cuda] [--programs "elementwise chain"]
+                                                              # CSV in benchmarks/results/compile.csv
 """
 
 from __future__ import annotations
@@ -261,13 +262,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated program names")
+    parser.add_argument("--devices", default="cpu,cuda", help="comma-separated device types (those present)")
     args = parser.parse_args()
     assert jitdtypes.is_enabled(), "the benchmark measures jitdtypes: unset JITDTYPES_DISABLE"
     assert jitdtypes._compile_path is not None, "jitdtypes.enable() installs the compile path"
     import torch._inductor.config
 
     torch._inductor.config.force_disable_caches = True  # first calls are real compiles
-    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    present = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+    devices = [d for d in args.devices.split(",") if d in present]
     rows = []
     for device in devices:
         for program in args.programs.split(","):

@@ -89,17 +89,28 @@ def simulated_gpu(arch, patches=()):
             setattr(owner, name, value)
 
 
-def launching_nothing(arch_name: str):
-    """simulated_gpu, where compiled kernels load nothing and their C launcher does nothing."""
+def launching_nothing(arch_name: str, launches: list | None = None):
+    """simulated_gpu, where compiled kernels load nothing and their C launcher does nothing (but append the
+    kernel's name to `launches`, when given)."""
     from triton.compiler.compiler import CompiledKernel
 
     from jitdtypes import aot
 
     def load_nothing(kernel):
         if kernel.module is None:
-            kernel.module, kernel.function, kernel._run = "simulated", 0, lambda *args: None
+            launch = (lambda *args: None) if launches is None else (lambda *args: launches.append(kernel.name))
+            kernel.module, kernel.function, kernel._run = "simulated", 0, launch
 
     return simulated_gpu(aot.ARCHES[arch_name], [(CompiledKernel, "_init_handles", load_nothing)])
+
+
+@contextlib.contextmanager
+def simulated_process(arch_name: str, launches: list | None = None):
+    """Every template call of the process compiled for a GPU of `arch_name` and launched on nothing: CPU
+    tensors, CPU calls routed to the templates (launching_nothing, cpu_calls_through_templates). Triton must
+    not run in its interpreter (no TRITON_INTERPRET=1)."""
+    with launching_nothing(arch_name, launches), cpu_calls_through_templates():
+        yield
 
 
 @contextlib.contextmanager
@@ -210,7 +221,7 @@ def main() -> None:
     from jitdtypes import dtypes as known
 
     wanted = [known.BY_NAME[name] for name in options.dtypes.split(",") if name in known.BY_NAME]
-    with launching_nothing(options.arch), cpu_calls_through_templates():
+    with simulated_process(options.arch):
         rows = measure(wanted, options.rounds, options.calls)
     print(f"host time per call up to the kernel launcher, simulated {options.arch}, triton {triton.__version__}, "
           f"torch {torch.__version__}, jitdtypes {jitdtypes.__version__} (median us; target {TARGET_US:g} us)")

@@ -5,14 +5,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import platformdirs
-
 ENV_VAR = "JITDTYPES_CACHE_DIR"
 
 
 def cache_root() -> Path:
     configured = os.environ.get(ENV_VAR)
-    return Path(configured).expanduser() if configured else Path(platformdirs.user_cache_dir("jitdtypes"))
+    if configured:
+        return Path(configured).expanduser()
+    import platformdirs  # only here: a machine without it (the lent GPU machine) runs with JITDTYPES_CACHE_DIR
+
+    return Path(platformdirs.user_cache_dir("jitdtypes"))
 
 
 def ensure_dir(path: Path) -> Path:

@@ -100,6 +100,15 @@ def representative_calls(device: str, small: bool):
     return checks
 
 
+def _launched(actual: torch.Tensor, expected: torch.Tensor, launches: int) -> str:
+    from jitdtypes import dtypes
+
+    family = dtypes.FAMILY_OF.get(actual.dtype)  # the 16-bit (complex, real) pair of complex64's (complex, real)
+    if family is None or actual.dtype != family[0 if expected.is_complex() else 1] or actual.shape != expected.shape:
+        return f"MISMATCH {actual.dtype} {tuple(actual.shape)}, complex64 gives {expected.dtype} {tuple(expected.shape)}"
+    return f"launched {launches}" if launches else "MISMATCH no kernel launched"
+
+
 def _close(actual: torch.Tensor, expected: torch.Tensor, eps: float, ulps: float = 8) -> tuple[bool, float]:
     wide = torch.complex128 if expected.is_complex() else torch.float64
     a, e = actual.to(wide), expected.to(wide)
@@ -108,7 +117,10 @@ def _close(actual: torch.Tensor, expected: torch.Tensor, eps: float, ulps: float
     return error <= ulps * eps * max(scale, 1e-30), error / max(scale, 1e-30)
 
 
-def validate(device: str, small: bool) -> list[dict]:
+def validate(device: str, small: bool, launches: list | None = None) -> list[dict]:
+    """One row per representative call and dtype: its result against complex64 on the same rounded values.
+    `launches`: a list the (simulated) kernel launcher appends to; given, results hold no values (nothing
+    ran), so a row checks the result's dtype and shape and that the call launched at least one kernel."""
     from jitdtypes import engine
 
     rows = []
@@ -118,12 +130,16 @@ def validate(device: str, small: bool) -> list[dict]:
             adapter = engine.adapter_for(overload, device)
             started = time.perf_counter()
             try:
+                launched = len(launches) if launches is not None else 0
                 result = adapter(tuple(args), kwargs)
                 if result is NotImplemented:
                     raise RuntimeError("the adapter declined")
                 expected = reference(*wide_args, **wide_kwargs)
-                ok, error = _close(result, expected, EPS[name])
-                status = "ok" if ok else f"MISMATCH rel {error:.2e}"
+                if launches is None:
+                    ok, error = _close(result, expected, EPS[name])
+                    status = "ok" if ok else f"MISMATCH rel {error:.2e}"
+                else:
+                    status = _launched(result, expected, len(launches) - launched)
             except Exception as exc:  # noqa: BLE001 - a failing template is a row, not the end of the check
                 status = f"ERROR {type(exc).__name__}: {str(exc).splitlines()[0][:60]}"
             rows.append({"kind": "validate", "family": family, "case": label, "dtype": name, "status": status,
