@@ -93,7 +93,7 @@ def family_timings(name, dtype, device: str, sizes: Sizes = FULL, bench=_bench) 
     from jitdtypes import dtypes
 
     adapter = adapters_on(device)
-    count, (rows_, cols) = sizes.count, sizes.square
+    count, (height, width) = sizes.count, sizes.square
     x, _ = rounded((count,), dtype, device)
     y, _ = rounded((count,), dtype, device, seed=1)
     item = x.element_size()
@@ -106,9 +106,9 @@ def family_timings(name, dtype, device: str, sizes: Sizes = FULL, bench=_bench) 
     rows += _bandwidth_rows("elementwise mul", name, "mul", lambda: adapter("aten::mul.Tensor")((x, y), {}),
                             lambda: torch.mul(wide, wide_y), 3 * count * item, copy_gbs, bench)
 
-    square = x.view(rows_, cols)
+    square = x.view(height, width)
     wide_square = square.to(torch.complex64)
-    shape = f"{rows_}x{cols}"
+    shape = f"{height}x{width}"
     sum_dims = adapter("aten::sum.dim_IntList")
     for label, dims in (("full", [0, 1]), ("inner dim", [1]), ("outer dim", [0])):
         rows += _bandwidth_rows(f"sum {label} {shape}", name, "sum", lambda: sum_dims((square, dims), {}),

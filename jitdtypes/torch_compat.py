@@ -8,6 +8,9 @@ native_guard/torch_compat.h. This module imports only torch (triton lazily): eve
 | `Library.impl` refuses a second Python kernel at one (op, key) unless `allow_override=True`; torch's own Python meta kernels count | torch 2.9 - 2.13 (2.14 allows by default) | `impl` |
 | `torch.library.wrap_triton` refuses a kernel that Triton's interpreter made (`TRITON_INTERPRET=1`) | torch 2.9 - 2.13 (2.14 returns it, launchable as it is) | `wrap_triton` |
 | the interpreter's `range()` over a kernel's int argument calls `int()` on a 1-element array, which NumPy 2.4 refuses | Triton 3.5, 3.6 with NumPy >= 2.4 (3.8 squeezes first) | `fix_triton_interpreter` |
+| unary minus on floats compiles as `0 - v` (+0 for -0) | Triton 3.5, 3.6 (3.8 emits fneg) | the templates negate as `v * -1.0` (`kernels_templates/complex_math._neg`) |
+
+Not worked around (bugs of PyTorch itself, which complex64 meets too): tests/torch_bugs.py and docs/COMPILE.md.
 """
 
 from __future__ import annotations
