@@ -8,6 +8,7 @@ native_guard/torch_compat.h. This module imports only torch (triton lazily): eve
 | `Library.impl` refuses a second Python kernel at one (op, key) unless `allow_override=True`; torch's own Python meta kernels count | torch 2.9 - 2.13 (2.14 allows by default) | `impl` |
 | `torch.library.wrap_triton` refuses a kernel that Triton's interpreter made (`TRITON_INTERPRET=1`) | torch 2.9 - 2.13 (2.14 returns it, launchable as it is) | `wrap_triton` |
 | the interpreter's `range()` over a kernel's int argument calls `int()` on a 1-element array, which NumPy 2.4 refuses | Triton 3.5, 3.6 with NumPy >= 2.4 (3.8 squeezes first) | `fix_triton_interpreter` |
+| no `knobs.compilation.instrumentation_mode` and no `knobs.runtime.add_stages_inspection_hook` | Triton 3.5 (3.6 has both) | `triton_knob` |
 | unary minus on floats compiles as `0 - v` (+0 for -0) | Triton 3.5, 3.6 (3.8 emits fneg) | the templates negate as `v * -1.0` (`kernels_templates/complex_math._neg`) |
 
 Not worked around (bugs of PyTorch itself, which complex64 meets too): tests/torch_bugs.py and docs/COMPILE.md.
@@ -80,3 +81,14 @@ def fix_triton_interpreter() -> None:
             tensor.__index__ = index
 
     interpreter._patch_lang_tensor = patched
+
+
+def triton_knob(group: str, name: str, absent=None):
+    """A function reading Triton's knobs.<group>.<name> now (knobs change at run time), or returning `absent`
+    where this Triton has no such knob: what a launch depends on is the same there as with its default."""
+    from triton import knobs
+
+    settings = getattr(knobs, group)
+    if hasattr(settings, name):
+        return lambda: getattr(settings, name)
+    return lambda: absent

@@ -52,6 +52,9 @@ except ImportError:  # an older torch always traces through the higher-order op
     _wrap_state = None
 
 torch_compat.fix_triton_interpreter()
+if knobs is not None:  # knobs Triton 3.5 lacks: a launch depends on them as on their defaults there
+    _instrumentation_mode = torch_compat.triton_knob("compilation", "instrumentation_mode", "")
+    _stages_hook = torch_compat.triton_knob("runtime", "add_stages_inspection_hook", None)
 # JITDTYPES_DIRECT_LAUNCH=0: every eager launch through Triton's JITFunction.run (comparisons, debugging)
 direct_launches_enabled = os.environ.get("JITDTYPES_DIRECT_LAUNCH", "1") != "0"
 # a kernel seeing this many specializations starts over: keys include int values (sizes, strides), so a
@@ -129,7 +132,7 @@ class Launcher:
             return self._through_triton(grid, args, kwargs, keep)
         device = driver.active.get_current_device()
         found = self.compiled.get(self._key(device, args, kwargs))
-        if found is None or self.kernel.pre_run_hooks or knobs.runtime.add_stages_inspection_hook is not None:
+        if found is None or self.kernel.pre_run_hooks or _stages_hook() is not None:
             return self._through_triton(grid, args, kwargs, keep)
         compiled, keywords = found
         if keep is not None:
@@ -160,12 +163,12 @@ class Launcher:
             if self.known and direct_launches_enabled:
                 active, runtime = driver.active, knobs.runtime
                 device = active.get_current_device()
-                found = self.known.get((device, runtime.debug, knobs.compilation.instrumentation_mode, kept))
+                found = self.known.get((device, runtime.debug, _instrumentation_mode(), kept))
                 enter, leave = runtime.launch_enter_hook, runtime.launch_exit_hook
                 # a launch hook (a profiler) gets its metadata, built from the arguments as bound, on Triton's
                 # path; Triton 3.8 keeps chains of hooks, empty unless a profiler added one, earlier ones None
                 if (found is not None and not self.kernel.pre_run_hooks
-                        and runtime.add_stages_inspection_hook is None
+                        and _stages_hook() is None
                         and (enter is None or not getattr(enter, "calls", True))
                         and (leave is None or not getattr(leave, "calls", True))):
                     run, grid_x, grid_y, grid_z, function, metadata, constexprs = found
@@ -181,14 +184,14 @@ class Launcher:
         if len(self.known) >= LIMIT:
             self.known.clear()
         grid_x, grid_y, grid_z = (*grid, 1, 1)[:3]
-        self.known[(device, knobs.runtime.debug, knobs.compilation.instrumentation_mode, key)] = (
+        self.known[(device, knobs.runtime.debug, _instrumentation_mode(), key)] = (
             compiled.run, grid_x, grid_y, grid_z, compiled.function, compiled.packed_metadata,
             tuple(kwargs[name] for name in keywords))
 
     @staticmethod
     def _key(device, args: tuple, kwargs: dict):
         """None for an argument type outside the key's rules (module docstring)."""
-        parts = [device, knobs.runtime.debug, knobs.compilation.instrumentation_mode]
+        parts = [device, knobs.runtime.debug, _instrumentation_mode()]
         for value in args:
             kind = value.__class__
             if kind is _Tensor:

@@ -260,7 +260,9 @@ def _float_specializations(families, workspace: Path) -> list:
         names = kernel.arg_names
         args[names.index("other_re")] = number
         args[names.index("other_im")] = number
-        kwargs = {"debug": False, "instrumentation_mode": knobs.compilation.instrumentation_mode}
+        kwargs = {"debug": False}  # what JITFunction.run adds to the arguments (Triton 3.5: no instrumentation)
+        if hasattr(knobs.compilation, "instrumentation_mode"):
+            kwargs["instrumentation_mode"] = knobs.compilation.instrumentation_mode
         specialization = binder(*args, **kwargs)[1]
         seen.append(repr([specialization[names.index("other_re")], specialization[names.index("other_im")]]))
     return sorted(set(seen))
