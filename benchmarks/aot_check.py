@@ -36,6 +36,7 @@ from pathlib import Path
 
 from jitdtypes.aot import (ARCHES, CASES, FILL, GEMM, STORE_WIDTH, WIDTH, Arch, Launch, compile_launch, families,
                            map_launches, recording)
+from jitdtypes import torch_compat
 from jitdtypes.kernels_templates import common
 
 FILL_PER_SM = 2  # 1M-element reductions and scans launch at least this many programs per SM
@@ -169,7 +170,7 @@ def ptxas_spills(ptx: str, arch: Arch, options) -> tuple[int, int]:
         source.write_text(ptx)
         extra = options.ptx_options.split() if options.ptx_options else []
         log = subprocess.run(
-            [_tool("ptxas"), "-lineinfo", "-v", "--regAllocOptLevel=2", *extra,
+            [torch_compat.ptxas_path(arch.capability), "-lineinfo", "-v", "--regAllocOptLevel=2", *extra,
              f"--gpu-name={sm_arch_from_capability(arch.capability)}", str(source), "-o", f"{source}.o"],
             capture_output=True, text=True, check=True).stderr
     spills = sum(int(n) for n in re.findall(r"(\d+) bytes spill stores", log))
