@@ -1,4 +1,4 @@
-"""What differs between the torch and Triton versions jitdtypes supports (torch 2.9 to 2.14, Triton 3.5 to 3.8),
+"""What differs between the torch and Triton versions jitdtypes supports (torch 2.9 to 2.14, Triton 3.5 to 3.9),
 Python side: the one place that says which version needs which path. Each entry is chosen by detecting the
 feature or the behaviour, never by comparing version strings. The C++ side's differences live in
 native_guard/torch_compat.h. This module imports only torch (triton lazily): every layer may use it.

@@ -34,7 +34,7 @@ def _masked_constant_program(w, u):
 
 @functools.lru_cache(maxsize=None)
 def inductor_cpp_compiles_masked_constants() -> bool:
-    """torch 2.11 (not 2.9, fixed by 2.14): Inductor's vectorized C++ for a slice filled with a constant that the
+    """torch 2.10 and 2.11 (not 2.9, fixed by 2.12): Inductor's vectorized C++ for a slice filled with a constant that the
     kernel also uses elsewhere (here `+ 0.0`) returns the constant's scalar from the masked lambda, and g++ fails:
     "'decltype' evaluates to 'float', which is not a class or enumeration type"."""
     w = torch.arange(24, dtype=torch.int32).view(4, 6)
