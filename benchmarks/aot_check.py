@@ -36,7 +36,7 @@ from pathlib import Path
 
 from jitdtypes.aot import (ARCHES, CASES, FILL, GEMM, STORE_WIDTH, WIDTH, Arch, Launch, compile_launch, families,
                            map_launches, recording)
-from jitdtypes import torch_compat
+from jitdtypes import dtypes, torch_compat
 from jitdtypes.kernels_templates import common
 
 FILL_PER_SM = 2  # 1M-element reductions and scans launch at least this many programs per SM
@@ -71,12 +71,12 @@ def variant_label(params: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items() if k not in ("dtype", "interpret"))
 
 
-def collect(arch: Arch, selected: dict, dtypes, subset: bool) -> tuple[list[dict], list[Launch], list[dict]]:
+def collect(arch: Arch, selected: dict, dtype_names, subset: bool) -> tuple[list[dict], list[Launch], list[dict]]:
     """One row per distinct kernel launched for `arch`, listing the cases that launched it; the launches to
     compile (same order); one row per FILL case with the most programs any of its launches has."""
     rows, launches, index, fills = [], [], {}, []
     for family_name, family in selected.items():
-        for dtype in dtypes:
+        for dtype in dtype_names:
             for params in family.variants(dtype):
                 if subset and not SUBSET[family_name](params):
                     continue
@@ -308,13 +308,13 @@ def kernel_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
-def check(arch_names, dtypes, family_names, subset: bool, jobs: int) -> tuple[list[dict], list[dict]]:
+def check(arch_names, dtype_names, family_names, subset: bool, jobs: int) -> tuple[list[dict], list[dict]]:
     """(kernel rows with their compiled code and failed criteria, FILL case rows)."""
     selected = {name: module for name, module in families().items() if name in family_names}
     all_rows, all_fills = [], []
     for arch_name in arch_names:
         arch = ARCHES[arch_name]
-        rows, launches, fills = collect(arch, selected, dtypes, subset)
+        rows, launches, fills = collect(arch, selected, dtype_names, subset)
         for row, result in zip(rows, map_launches(compile_and_inspect, launches, arch, jobs)):
             row.update(result)
             row["failures"] = failures(row, arch)
@@ -328,15 +328,15 @@ def check(arch_names, dtypes, family_names, subset: bool, jobs: int) -> tuple[li
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arch", default="sm_80,sm_90", help="comma-separated, from " + ", ".join(ARCHES))
-    parser.add_argument("--dtype", default=",".join(common.DTYPES), help="comma-separated 16-bit complex dtypes")
+    parser.add_argument("--dtype", default=",".join(dtypes.COMPLEX_BY_NAME), help="comma-separated 16-bit complex dtypes")
     parser.add_argument("--family", default=",".join(CASES), help="comma-separated template families")
     parser.add_argument("--subset", action="store_true", help="a few variants per family (the CI test)")
     parser.add_argument("--kernels", action="store_true", help="also print one line per kernel")
     parser.add_argument("--json", action="store_true", help="print JSON (kernels, fill cases, summary) instead")
     parser.add_argument("--jobs", type=int, default=1, help="compile in this many processes")
     args = parser.parse_args(argv)
-    arch_names, dtypes, family_names = (value.split(",") for value in (args.arch, args.dtype, args.family))
-    unknown = sorted(set(arch_names) - set(ARCHES)) + sorted(set(dtypes) - set(common.DTYPES))
+    arch_names, dtype_names, family_names = (value.split(",") for value in (args.arch, args.dtype, args.family))
+    unknown = sorted(set(arch_names) - set(ARCHES)) + sorted(set(dtype_names) - set(dtypes.COMPLEX_BY_NAME))
     unknown += sorted(set(family_names) - set(CASES))
     if unknown:
         parser.error(f"unknown arch, dtype or family: {', '.join(unknown)}")
@@ -344,7 +344,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".*support is experimental")  # the 16-bit complex dtypes
-        rows, fills = check(arch_names, dtypes, family_names, args.subset, args.jobs)
+        rows, fills = check(arch_names, dtype_names, family_names, args.subset, args.jobs)
     table = summary(rows, fills)
     missed = [f"{r['arch']} {r['dtype']} {r['family']} {r['variant']} [{r['kernel']}]: {', '.join(r['failures'])}"
               for r in rows if r["failures"]]

@@ -67,17 +67,23 @@ def enable(guard: str | None = None) -> None:
     JITDTYPES_GUARD environment variable, else auto: compiled when a C++ compiler can build it); given while
     installed, it switches the guard if it differs."""
     global _registration, _compile_path
-    from . import compile_path, discovery, native_guard, numpy_interop, registrar, torch_warnings
+    from . import compile_path, discovery, native_guard, numpy_interop, torch_warnings
+    from .routing import registrar
 
     with _lock:
         if _registration is not None:
             if guard is None or native_guard.resolve(guard) == _registration.guard:
                 return
             disable()
-        native_guard.build_in_background(guard)
         missing = [d for d in _device_types() if d not in _discoveries]
-        _discoveries.update(discovery.load_or_discover_all(missing, discovery.probed_at_import(missing)))
-        chosen = native_guard.resolve(guard)
+        may_probe = discovery.probed_at_import(missing)
+        stored = {d: discovery.stored(d) for d in missing}
+        probing = [d for d in missing if stored[d] is None and d in may_probe]
+        if probing:  # the guard builds on one core while discovery probes on the others
+            native_guard.build_in_background(guard)
+        _discoveries.update(discovery.load_or_discover_all(missing, may_probe, stored))
+        # an import that probes nothing does not wait for a build: the next one gets the compiled guard
+        chosen = native_guard.resolve(guard, wait=bool(probing))
         findings = {d: found.findings for d, found in _discoveries.items()}
         _registration = registrar.install(findings, chosen)
         numpy_interop.install()
@@ -127,7 +133,8 @@ def disabled():
 def stats() -> list[dict]:
     """One row per (op, dtype, device) that jitdtypes knows about: its support in plain PyTorch, the path a
     call takes (native, template or upcast) and the calls seen in this process, by path."""
-    from . import discovery, dtypes, path_record, registrar
+    from . import discovery, dtypes, path_record
+    from .routing import registrar
 
     calls = path_record.calls()
     rows = []

@@ -30,8 +30,7 @@ from typing import NamedTuple
 
 import torch
 
-from jitdtypes import kernels_templates
-from jitdtypes.kernels_templates import common
+from jitdtypes import dtypes, kernels_templates
 
 
 class Arch(NamedTuple):
@@ -89,7 +88,7 @@ class Case(NamedTuple):
 
 
 def _complex(shape, dtype: str) -> torch.Tensor:
-    t = torch.empty(shape, dtype=common.DTYPES[dtype])
+    t = torch.empty(shape, dtype=dtypes.COMPLEX_BY_NAME[dtype])
     torch.view_as_real(t).zero_()  # zeros() has no CPU kernel for bcomplex32 in torch itself
     return t
 

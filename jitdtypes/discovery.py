@@ -9,7 +9,7 @@ kernels and the remaining (composite) failures are probed again, because most of
 backend kernel that is now covered. Composite ops still failing get their own override at the Autograd key.
 
 The result is one self-contained JSON file per device under <cache>/discovery/, named and keyed by the torch
-build, the jitdtypes version and the discovery sources, with a sha256 of its content: `check` verifies a file
+build, the jitdtypes version and the code discovery runs, with a sha256 of its content: `check` verifies a file
 (copied from another machine, say) before anything trusts it. It is written atomically once probing is done, so
 an interrupted discovery leaves nothing behind that a later import would read.
 """
@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -30,39 +31,40 @@ from filelock import FileLock
 
 from jitdtypes.cache_tools import atomic, layers, locations
 
-from . import __version__, probe, probe_faults, probe_runner, schema
-from .findings import BACKEND, COMPOSITE, Finding, kernel_level
+from . import __version__, probe, probe_faults, probe_runner, schema, source_digest
+from .findings import BACKEND, COMPOSITE, SUPPORTED, Finding, kernel_level
 
 log = logging.getLogger("jitdtypes")
 
 FORMAT = 2
+PASSES = 3  # every candidate, the failing composites with the overrides installed, the dropped ones again
 MAX_WORKERS = 8  # child processes per device; each holds torch (and a CUDA context) in memory
 PROGRESS_EVERY_S = 10.0
 # JITDTYPES_DISCOVERY: which devices an import may probe when their results are not cached.
 ENV = "JITDTYPES_DISCOVERY"
 MODES = ("auto", "skip-cuda", "cached")
-_SOURCES = ("probe.py", "probe_runner.py", "probe_faults.py", "schema.py", "discovery.py", "findings.py",
-            "dtypes.py", "upcast.py", "registrar.py")
+# Results that ship inside the package, for the torch builds CI tests on CPU (CI_TORCH_BUILDS), so that a user
+# on one of them probes nothing on CPU: used only when `check` accepts them, i.e. made by this very code. They
+# are regenerated with the code, per CI torch build, on a CPU machine (`ship`):
+#     JITDTYPES_DISABLE=1 python -m jitdtypes.discovery --ship
+# CUDA is always probed on the machine: GPUs and drivers differ too much for a shipped verdict.
+SHIPPED = Path(__file__).parent / "shipped" / "discovery"
+SHIPPED_DEVICES = ("cpu",)
+CI_TORCH_BUILDS = ("2.14.1+cu130", "2.11.0+cu130")
 
 
 def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(full_name, device_type.upper())
 
 
-def _source_fingerprint() -> str:
-    here = Path(__file__).parent
-    digest = hashlib.sha256()
-    for name in _SOURCES:
-        digest.update((here / name).read_bytes())
-    return digest.hexdigest()[:16]
-
-
 def build_key() -> str:
-    """What a discovery result depends on: this torch build, jitdtypes, the discovery sources (and any test
-    faults, so that results probed under them are never read by an ordinary import)."""
+    """What a discovery result depends on: this torch build, jitdtypes, the code discovery runs (this module
+    and every module it imports, source_digest) and any test faults, so that results probed under them are
+    never read by an ordinary import."""
     build = f"{torch.__version__}-{(torch.version.git_version or '')[:10]}-{torch.version.cuda or 'nocuda'}"
     faults = probe_faults.spec()
-    material = f"{FORMAT}|{build}|{__version__}|{_source_fingerprint()}" + (f"|faults={faults}" if faults else "")
+    material = f"{FORMAT}|{build}|{__version__}|{source_digest.of(__name__)}"
+    material += f"|faults={faults}" if faults else ""
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
@@ -128,7 +130,8 @@ def summary(found: Discovery) -> str:
     """One line: what `found` overrides and what crashed its probe, and what probing took."""
     stats = found.stats
     return (f"discovery {found.device_type}: {len(found.findings)} overrides, {len(found.crashed)} crashed in probing "
-            f"(probed {stats.get('probed')} overloads in {stats.get('seconds')} s, {stats.get('children')} processes)")
+            f"(probed {stats.get('probed')} overloads in {stats.get('seconds')} s: {stats.get('children')} child "
+            f"processes in all, over {PASSES} passes, up to {stats.get('workers')} at a time)")
 
 
 def probed_at_import(device_types: list[str]) -> list[str]:
@@ -139,11 +142,13 @@ def probed_at_import(device_types: list[str]) -> list[str]:
     return {"auto": list(device_types), "skip-cuda": [d for d in device_types if d != "cuda"], "cached": []}[mode]
 
 
-def load_or_discover_all(device_types: list[str], may_probe: list[str] | None = None) -> dict[str, Discovery]:
+def load_or_discover_all(device_types: list[str], may_probe: list[str] | None = None,
+                         cached: dict[str, Discovery | None] | None = None) -> dict[str, Discovery]:
     """Each device's results: cached, or probed (the devices in `may_probe`, default all, side by side). A
-    device that may not be probed and has no cached results gets none: PyTorch's kernels only."""
+    device that may not be probed and has no cached results gets none: PyTorch's kernels only. `cached`: what
+    `stored` gave for each device, when the caller has asked already."""
     may_probe = list(device_types) if may_probe is None else may_probe
-    cached = {d: load(cache_path(d)) for d in device_types}
+    cached = cached if cached is not None else {d: stored(d) for d in device_types}
     to_probe = [d for d in device_types if cached[d] is None and d in may_probe]
     with concurrent.futures.ThreadPoolExecutor(max(1, len(to_probe))) as pool:
         probing = {d: pool.submit(load_or_discover, d, len(to_probe)) for d in to_probe}
@@ -159,10 +164,10 @@ def load_or_discover_all(device_types: list[str], may_probe: list[str] | None = 
 
 def load_or_discover(device_type: str, devices_at_once: int = 1) -> Discovery:
     """What is missing on `device_type`, from the cache when present, else by probing (then cached)."""
-    path = cache_path(device_type)
-    found = load(path) or _from_layers(path)
+    found = stored(device_type)
     if found is not None:
         return found
+    path = cache_path(device_type)
     workers = default_workers(devices_at_once)
     try:
         locations.ensure_dir(path.parent)
@@ -175,6 +180,39 @@ def load_or_discover(device_type: str, devices_at_once: int = 1) -> Discovery:
     except OSError as exc:
         log.warning("jitdtypes: cache %s not writable (%s); discovery results kept in memory", path.parent, exc)
         return discover(device_type, workers=workers)
+
+
+def stored(device_type: str) -> Discovery | None:
+    """This build's result without probing: from the cache, a read-only cache layer, or the package."""
+    path = cache_path(device_type)
+    return load(path) or _from_layers(path) or _shipped(device_type)
+
+
+def shipped_path(device_type: str = "cpu") -> Path:
+    return SHIPPED / cache_path(device_type).name
+
+
+def _shipped(device_type: str) -> Discovery | None:
+    path = shipped_path(device_type)
+    if device_type not in SHIPPED_DEVICES or not path.is_file():
+        return None
+    found, why_not = check(path)
+    if why_not is not None:
+        log.warning("jitdtypes: shipped discovery result %s refused: %s", path.name, why_not)
+    return found
+
+
+def ship() -> Path:
+    """Probe CPU afresh and write this build's shipped result; the files of other keys for this torch version
+    (stale: the code discovery runs has changed) go."""
+    path = shipped_path()
+    found = discover("cpu")
+    SHIPPED.mkdir(parents=True, exist_ok=True)
+    path.write_text(found.to_json() + "\n")
+    for stale in SHIPPED.glob(f"cpu-torch{torch.__version__}-*.json"):
+        if stale != path:
+            stale.unlink()
+    return path
 
 
 def _from_layers(path: Path) -> Discovery | None:
@@ -252,7 +290,7 @@ def discover(
     supported: dict[str, list[str]] = {}
     for outcome in outcomes:
         for dtype, status in outcome.status.items():
-            if status == probe.SUPPORTED:
+            if status == SUPPORTED:
                 supported.setdefault(dtype, []).append(outcome.overload)
     seconds = time.monotonic() - started
     log.warning(
@@ -266,5 +304,23 @@ def discover(
 
 
 def _finding(outcome: probe.Outcome, device_type: str) -> Finding:
-    failing = {dtype: s for dtype, s in outcome.status.items() if s != probe.SUPPORTED}
+    failing = {dtype: s for dtype, s in outcome.status.items() if s != SUPPORTED}
     return Finding(outcome.overload, kernel_level(outcome.overload, device_type), failing, outcome.errors)
+
+
+def _main(argv: list[str]) -> int:
+    if argv != ["--ship"]:
+        print("usage: JITDTYPES_DISABLE=1 python -m jitdtypes.discovery --ship", file=sys.stderr)
+        return 2
+    if os.environ.get("JITDTYPES_DISABLE", "").strip() in ("", "0"):  # the import has read or probed a result
+        print("run it with JITDTYPES_DISABLE=1, so that importing jitdtypes probes nothing first", file=sys.stderr)
+        return 2
+    path = ship()
+    print(f"wrote {path.relative_to(Path(__file__).parent.parent)}: {summary(load(path))}")
+    return 0
+
+
+if __name__ == "__main__":
+    from jitdtypes import discovery  # the module itself, not this __main__ copy: keys name it
+
+    sys.exit(discovery._main(sys.argv[1:]))

@@ -36,10 +36,27 @@ NAMES = {torch.complex32: "complex32", torch.float16: "float16", torch.bfloat16:
 if BCOMPLEX32:
     NAMES[BCOMPLEX32] = "bcomplex32"
 BY_NAME = {name: dtype for dtype, name in NAMES.items()}
+# the 16-bit complex dtypes and their parts by name, as kernel params and the CLI spell them
+COMPLEX_BY_NAME = {NAMES[c]: c for c in COMPLEX_TARGETS}
+PART_BY_NAME = {NAMES[c]: REAL_OF[c] for c in COMPLEX_TARGETS}
 # c10::toString spellings, as the compiled guard reads them
 SCALAR_TYPE_NAMES = {torch.complex32: "ComplexHalf", torch.float16: "Half", torch.bfloat16: "BFloat16"}
 if BCOMPLEX32:
     SCALAR_TYPE_NAMES[BCOMPLEX32] = "BComplex32"
+
+
+_PART_OF_WIDE = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+def complex_name(dtype: torch.dtype) -> str | None:
+    """"complex32" or "bcomplex32" for a 16-bit complex dtype, None for any other."""
+    return NAMES[dtype] if dtype in REAL_OF else None
+
+
+def part_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype of a complex dtype's real and imaginary parts (complex32 -> float16, complex64 -> float32);
+    a real dtype is its own."""
+    return REAL_OF.get(dtype) or _PART_OF_WIDE.get(dtype, dtype)
 
 
 def _to_complex(dtype: torch.dtype) -> torch.dtype:

@@ -29,7 +29,7 @@ from jitdtypes.cache_tools import layers, triton_artifacts
 from jitdtypes.cache_tools.store import CorruptEntry, Entry, InsecureEntry, KernelStore
 from jitdtypes.kernels_templates import common
 
-from . import __version__
+from . import __version__, source_digest
 
 log = logging.getLogger("jitdtypes")
 
@@ -101,8 +101,9 @@ def adapter_for(overload_name: str, device_type: str):
 
 
 def planned_adapter(overload_name: str, device_type: str, args: tuple, kwargs: dict):
-    """adapter_for, specialized for calls whose arguments are of the kinds these are (jitdtypes.fast_path's key):
-    the adapter's plan (kernels_templates/common.py); None also when the plan declines every such call."""
+    """adapter_for, specialized for calls whose arguments are of the kinds these are (the router's
+    specialization key): the adapter's plan (kernels_templates/common.py); None also when the plan declines
+    every such call."""
     if not uses_templates(device_type) or overload_name not in _adapters():
         return None
     family, adapter = _adapters()[overload_name]
@@ -160,12 +161,12 @@ def load_kernel(family: str, device_type: str, params: dict, key: tuple | None =
     return kernel
 
 
-@functools.lru_cache(maxsize=None)
-def _templates_digest() -> str:
-    digest = hashlib.sha256()
-    for path in sorted(Path(common.__file__).parent.glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
-    return digest.hexdigest()
+def family_sources(family: str) -> tuple[str, ...]:
+    """What a family's kernels are made from: its template module, common.py and the launcher that rendered
+    kernels import; their key hashes these and every module they import (source_digest), so that one family's
+    edit leaves the other families' cached kernels valid."""
+    package = common.__name__.rpartition(".")[0]
+    return f"{package}.{family}", common.__name__, f"{package}.launcher"
 
 
 def _device_kind(device_type: str) -> str:
@@ -179,7 +180,7 @@ def _device_kind(device_type: str) -> str:
 def _environment(family: str, params: dict, device_type: str, kind: str | None = None) -> dict:
     import triton
 
-    return {"family": family, "params": params, "templates": _templates_digest(), "jitdtypes": __version__,
+    return {"family": family, "params": params, "sources": source_digest.of(*family_sources(family)), "jitdtypes": __version__,
             "triton": triton.__version__, "torch": torch.__version__, "device": kind or _device_kind(device_type)}
 
 

@@ -1,4 +1,5 @@
-"""Errors of the upcast path, reworded to name the dtypes the caller passed.
+"""Errors of 16-bit calls: which ones say a dtype is unsupported, and the upcast path's, reworded to name the
+dtypes the caller passed.
 
 The upcast path runs the op in complex64/float32, so PyTorch's checks inside it speak of ComplexFloat and
 Float. Those names are mapped to the caller's 16-bit family, in each spelling PyTorch's messages use, so that
@@ -17,6 +18,18 @@ import torch
 from . import dtypes
 
 _WIDE = (torch.complex64, torch.float32)
+_DTYPE_ERROR_MARKERS = (
+    "ComplexHalf", "BComplex32", "Half", "BFloat16", "complex32", "bcomplex32", "float16", "bfloat16",
+    "Low precision", "dtype",
+)
+
+
+def looks_like_dtype_error(exc: BaseException) -> bool:
+    """Whether PyTorch raised `exc` for lack of a kernel for the dtypes at hand (another path may then work)."""
+    return isinstance(exc, (NotImplementedError, RuntimeError, TypeError)) and any(
+        m in str(exc) for m in _DTYPE_ERROR_MARKERS
+    )
+
 
 # c10::ScalarType names (ScalarType's operator<<), C++ type names (TypeMeta), Python reprs
 _SCALAR_TYPE_NAMES = {torch.complex64: "ComplexFloat", torch.float32: "Float", **dtypes.SCALAR_TYPE_NAMES}

@@ -7,6 +7,8 @@ import dataclasses
 import torch
 
 BACKEND, COMPOSITE = "backend", "composite"
+# what probing finds per dtype: PyTorch's kernel works for every probed call, for some, or for none
+SUPPORTED, PARTIAL, MISSING = "supported", "partial", "missing"
 
 
 @dataclasses.dataclass
@@ -15,7 +17,7 @@ class Finding:
 
     overload: str
     level: str
-    status: dict[str, str]  # dtype name -> probe.MISSING / probe.PARTIAL
+    status: dict[str, str]  # dtype name -> MISSING / PARTIAL
     errors: dict[str, str]
 
     def dispatch_keys(self, device_type: str) -> tuple[str, ...]:

@@ -19,13 +19,12 @@ from collections.abc import Callable
 import torch
 
 from . import dtypes
+from .findings import MISSING, PARTIAL, SUPPORTED
 from .schema import OPTIONAL_TENSOR, OTHER, TENSOR_LIST, Overload
 
 SHAPES = ((3, 3), (4, 4), (2, 3, 3), (2, 2, 3, 3), (5,), ())
 SQUARE_SHAPES = ((3, 3), (2, 3, 3))
 SUCCESSES_WANTED = 2  # reference successes per data kind before we stop trying shapes
-
-SUPPORTED, PARTIAL, MISSING = "supported", "partial", "missing"
 
 # Never probed: other backends and layouts, ops that only make sense with special arguments or global
 # state, and the conversion ops the upcast path relies on (overriding those would recurse).

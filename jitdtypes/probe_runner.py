@@ -200,7 +200,8 @@ def _child(device_type: str, todo: Path, progress: Path, overrides: Path, bypass
     installed = [Finding(**f) for f in json.loads(overrides.read_text())]
     keep_alive = None  # the registration lasts while referenced
     if installed or bypass_probed:
-        from . import engine, registrar
+        from . import engine
+        from .routing import registrar
 
         # As JITDTYPES_CPU_BACKEND=upcast does on CPU: probing asks whether calls work with the overrides, not
         # how fast, and the upcast path answers without compiling (and autotuning) Triton kernels on CUDA in

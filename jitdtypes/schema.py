@@ -31,17 +31,20 @@ class Arg:
 
 @dataclasses.dataclass(frozen=True)
 class Overload:
+    """An overload's schema as jitdtypes reads it. Derived attributes are computed once: a routed call reads
+    them, and a property would cost a call each time."""
+
     qualname: str  # "aten::exp"
     overload: str  # "" for the default overload
     args: tuple[Arg, ...]
     returns_alias_input: bool  # the op returns a (possibly mutated) input or a view of one
     mutates: bool
 
-    @property
+    @functools.cached_property
     def full_name(self) -> str:
         return f"{self.qualname}.{self.overload}" if self.overload else self.qualname
 
-    @property
+    @functools.cached_property
     def short_name(self) -> str:
         return self.full_name.removeprefix("aten::")
 
@@ -54,19 +57,19 @@ class Overload:
     def op(self) -> torch._ops.OpOverload:
         return getattr(self.overload_packet, self.overload or "default")
 
-    @property
+    @functools.cached_property
     def positional(self) -> tuple[Arg, ...]:
         return tuple(a for a in self.args if not a.kwarg_only)
 
-    @property
+    @functools.cached_property
     def keyword(self) -> tuple[Arg, ...]:
         return tuple(a for a in self.args if a.kwarg_only)
 
-    @property
+    @functools.cached_property
     def has_dtype_arg(self) -> bool:
         return any(a.real_type == "Optional[ScalarType]" and a.name == "dtype" for a in self.args)
 
-    @property
+    @functools.cached_property
     def is_view(self) -> bool:
         return self.returns_alias_input and not self.mutates
 

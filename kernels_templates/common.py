@@ -28,9 +28,10 @@ An adapter maps one ATen overload call to a kernel:
 Adapters receive the arguments exactly as the dispatcher passes them to a Python kernel (trailing
 defaults may be missing; Python numbers may stand where the schema says Tensor).
 
-Every adapter also offers a plan, which the engine asks once per kind of call (jitdtypes.fast_path's key: each
-argument's tensor dtype and conj/neg/zero-dim flags, or its Python type, the keywords given, the number of
-positional arguments) and whose result serves every later call of that kind:
+Every adapter also offers a plan, which the engine asks once per kind of call (the router's specialization
+key, jitdtypes/routing/router.py: each argument's tensor dtype and conj/neg/zero-dim flags, or its Python
+type, the keywords given, the number of positional arguments) and whose result serves every later call of that
+kind:
 
     adapter.plan(load, args, kwargs, device_type) -> None  # every call of this kind is declined
                                                   -> planned(args, kwargs) -> result or NotImplemented
@@ -46,18 +47,18 @@ computed when it is prepared.
 from __future__ import annotations
 
 import functools
-import linecache
 import string
 import types
 import warnings
 
 import torch
 
-DTYPES = {"complex32": torch.complex32}
-if hasattr(torch, "bcomplex32"):
-    DTYPES["bcomplex32"] = torch.bcomplex32
-DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
-TL_PART_DTYPE = {"complex32": "tl.float16", "bcomplex32": "tl.bfloat16"}
+from jitdtypes import dtypes, generated_code
+
+
+def tl_part_dtype(dtype: str) -> str:
+    """The Triton spelling of a 16-bit complex dtype's part dtype, for rendered kernels: "tl.float16"."""
+    return "tl." + str(dtypes.PART_BY_NAME[dtype]).removeprefix("torch.")
 
 
 def render(template: str, **params) -> str:
@@ -73,11 +74,9 @@ def exec_source(source: str, module_name: str, *, filename: str | None = None) -
     TRITON_INTERPRET when triton is first imported (its standard library is decorated then)."""
     module = types.ModuleType(module_name)
     module.__file__ = filename or f"<{module_name}>"
-    if filename:
-        # inspect.getsource (Triton's JIT) must see the text that was verified and compiled, not whatever
-        # the file holds later: pin it in linecache (mtime None entries are never re-read from disk).
-        linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    # inspect.getsource (Triton's JIT) must see the text that was verified and compiled, not whatever the file
+    # holds later
+    exec(generated_code.compile_pinned(source, module.__file__), module.__dict__)
     return module
 
 
@@ -103,13 +102,7 @@ def next_power_of_2(n: int) -> int:
 
 
 def dtype_name(t: torch.Tensor) -> str | None:
-    return DTYPE_NAMES.get(t.dtype)
-
-
-def pairs(t: torch.Tensor) -> torch.Tensor:
-    """The [..., 2] real view of a 16-bit complex tensor, without a copy (conj/neg flags must be resolved
-    by the caller: adapters return NotImplemented for flagged inputs)."""
-    return torch.view_as_real(t)
+    return dtypes.complex_name(t.dtype)
 
 
 def collapse_dims(shape, *stride_lists):
@@ -166,9 +159,9 @@ def bind(name: str, args: tuple, kwargs: dict) -> dict:
 
 def argument_reader(name: str, args: tuple, kwargs: dict, names: tuple[str, ...]):
     """read(args, kwargs) -> the values of the arguments `names` of overload `name`, for calls that pass their
-    arguments as this one does: the same number of positional arguments and the same keywords (what
-    jitdtypes.fast_path's key fixes, so a plan builds one reader). Defaults are filled in and lists become tuples,
-    so that what is read can key a memo. Generated per call form, like the fast path's key: a loop costs more."""
+    arguments as this one does: the same number of positional arguments and the same keywords (what the
+    router's specialization key fixes, so a plan builds one reader). Defaults are filled in and lists become
+    tuples, so that what is read can key a memo. Generated per call form, like that key: a loop costs more."""
     return _reader(name, len(args), tuple(kwargs), names, False)
 
 
@@ -199,7 +192,8 @@ def _reader(name: str, positional: int, keywords: tuple, names: tuple, signature
                 f"    return first, (first.shape, first.stride(), first.device, {''.join(v + ', ' for v in values[1:])})")
     else:
         body = f"    return ({', '.join(values)},)"
-    exec(compile(f"def read(args, kwargs):\n{body}\n", "<jitdtypes argument reader>", "exec"), namespace)
+    filename = f"<jitdtypes argument reader of {name}: {', '.join(names)}{' (signature)' if signature else ''}>"
+    exec(generated_code.compile_pinned(f"def read(args, kwargs):\n{body}\n", filename), namespace)
     return namespace["read"]
 
 

@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import torch
 
+from jitdtypes import dtypes
+
 from . import common, launcher
 
 MAX_RANK = 4
@@ -47,7 +49,6 @@ COMPLEX, SCALAR, BOOL = "complex", "scalar", "bool"
 # Result kinds: complex, or real in the part dtype (abs, angle).
 REAL = "real"
 
-PART_DTYPE = {"complex32": torch.float16, "bcomplex32": torch.bfloat16}
 
 # Interleaved operands that are dense in the iteration order move as one contiguous run of 2 * BLOCK parts, split
 # in registers: the compiler turns that into 128-bit accesses, where separate re and im accesses at 2 * i and
@@ -94,8 +95,8 @@ def check_params(params: dict, ops, slots_of) -> list[tuple[str, str]]:
     """Validate an elementwise params dict; returns the op's slots with number-valued ones marked SCALAR."""
     if params["op"] not in ops:
         raise ValueError(f"unknown op {params['op']!r}; choose from {sorted(ops)}")
-    if params["dtype"] not in common.DTYPES:
-        raise ValueError(f"unsupported dtype {params['dtype']!r}; this torch has {sorted(common.DTYPES)}")
+    if params["dtype"] not in dtypes.COMPLEX_BY_NAME:
+        raise ValueError(f"unsupported dtype {params['dtype']!r}; this torch has {sorted(dtypes.COMPLEX_BY_NAME)}")
     if params["layout"] not in LAYOUTS:
         raise ValueError(f"unknown layout {params['layout']!r}; choose from {LAYOUTS}")
     slots = slots_of(params["op"])
@@ -115,7 +116,7 @@ def render_module(params: dict, *, slots, body: str, result: str, library: dict[
     """
     op, layout, writes_out = params["op"], params["layout"], params["out"]
     planar = layout == PLANAR
-    part = common.TL_PART_DTYPE[params["dtype"]]
+    part = common.tl_part_dtype(params["dtype"])
     round_to_part = "_to_bf16({})" if params["dtype"] == "bcomplex32" else f"{{}}.to({part})"
 
     tensor_slots = [(name, kind) for name, kind in slots if kind != SCALAR]
@@ -174,7 +175,7 @@ def render_module(params: dict, *, slots, body: str, result: str, library: dict[
     return _MODULE.format(
         doc=_module_doc(params),
         mutates=repr(tuple(output_sets) if writes_out else ()),
-        part_dtype=str(PART_DTYPE[params["dtype"]]),
+        part_dtype=str(dtypes.PART_BY_NAME[params["dtype"]]),
         block=128 if params["interpret"] else 1024,
         helpers=jit_helpers(kernel, {**library, **DENSE_ACCESS}),
         kernel=kernel,
@@ -310,7 +311,7 @@ def launch(kernel, block: int, part_dtype: torch.dtype, inputs, outputs, scalars
     and MAX_RANK strides, then the scalars, then numel and the inner sizes."""
     tensors = (*inputs, *outputs)
     shape, device = outputs[0].shape, outputs[0].device
-    allowed = (COMPLEX_OF_PART[part_dtype], part_dtype, torch.bool)
+    allowed = (dtypes.COMPLEX_OF[part_dtype], part_dtype, torch.bool)
     contiguous = True
     for t in tensors:
         if t.device != device:
@@ -372,7 +373,6 @@ def _constexprs(block: int, wide: bool, count: int) -> dict:
     return {"BLOCK": block, "WIDE": wide, "num_warps": NUM_WARPS, **{f"DENSE{i}": True for i in range(count)}}
 
 
-COMPLEX_OF_PART = {part: common.DTYPES[name] for name, part in PART_DTYPE.items() if name in common.DTYPES}
 
 
 def output_shape(*shapes):

@@ -3,8 +3,8 @@
 An Adapter knows where the op's operand slots sit in the overload's arguments. Called as an adapter
 (kernels_templates/common.py), it runs one call on a rendered interleaved kernel, or returns NotImplemented
 unless the kernel covers the call. Its `plan` is that call split in two: what depends on the kinds of the
-arguments (tensor or Python number, dtype, conj/neg flags, the out= tensor's dtype: jitdtypes.fast_path's key)
-is checked once, and the kernel looked up once; what depends on their values (devices, shapes, layouts,
+arguments (tensor or Python number, dtype, conj/neg flags, the out= tensor's dtype: the router's
+specialization key) is checked once, and the kernel looked up once; what depends on their values (devices, shapes, layouts,
 overlaps, numbers too large for a float) is checked per call. Contiguous operands of one shape, the common
 call, then launch straight from the plan: the output is allocated, and the launch is the one the module's `run`
 would make (elementwise._launch_contiguous), without the module's own checks. Other layouts (broadcast operands,
@@ -19,19 +19,14 @@ import operator
 
 import torch
 
+from jitdtypes import dtypes
+
 from . import common, launcher
 from .common import broadcast_shape
-from .elementwise import (BOOL, COMPLEX, INTERLEAVED, PART_DTYPE, SCALAR, broadcast_strides, contiguous_launch,
+from .elementwise import (BOOL, COMPLEX, INTERLEAVED, SCALAR, broadcast_strides, contiguous_launch,
                           contiguous_strides, strided_launch)
 
 NUMBER_TYPES = (bool, int, float, complex)
-
-
-def complex16_name(value) -> str | None:
-    """The dtype name of a tensor a kernel can read as it is: 16-bit complex, no lazy conj/neg flag."""
-    if isinstance(value, torch.Tensor) and not value.is_conj() and not value.is_neg():
-        return common.dtype_name(value)
-    return None
 
 
 class Adapter(common.Planned):
@@ -83,7 +78,7 @@ def _kinds(adapter: Adapter, args, kwargs, device_type: str):
             if kind == SCALAR or (kind == BOOL and value.dtype != torch.bool):
                 return None
             if kind == COMPLEX:
-                name_of_dtype = complex16_name(value)
+                name_of_dtype = common.plain_16bit_complex(value)
                 if name_of_dtype is None or dtype not in (None, name_of_dtype):
                     return None
                 dtype = name_of_dtype
@@ -102,7 +97,7 @@ def _kinds(adapter: Adapter, args, kwargs, device_type: str):
 
 
 def _writes_kind(out, dtype: str, result: str) -> bool:
-    wanted = common.DTYPES[dtype] if result == COMPLEX else PART_DTYPE[dtype]
+    wanted = dtypes.COMPLEX_BY_NAME[dtype] if result == COMPLEX else dtypes.PART_BY_NAME[dtype]
     return isinstance(out, torch.Tensor) and out.dtype == wanted and not out.is_conj() and not out.is_neg()
 
 
@@ -119,7 +114,7 @@ class _Plan:
         self.on_device = operator.attrgetter("is_cuda" if device_type == "cuda" else "is_cpu")
         # the first complex tensor: the output is allocated like it
         self.like = next(n for n, i in enumerate(tensor_at) if adapter.slots[i][1] == COMPLEX)
-        self.result_dtype = None if adapter.result == COMPLEX else PART_DTYPE[dtype]
+        self.result_dtype = None if adapter.result == COMPLEX else dtypes.PART_BY_NAME[dtype]
         module = getattr(run, "module", None)  # what engine.load_kernel returns carries its module
         kernel = launcher.launcher(getattr(module, f"{adapter.op}_kernel")) if module is not None else None
         # interpreted kernels run one at a time through `run` (engine._one_at_a_time)
@@ -128,7 +123,7 @@ class _Plan:
         self.launches = common.Memo()  # numel -> _launch_contiguous's launch (elementwise.contiguous_launch)
         self.shapes = common.Memo()  # the operands' shapes -> the result's
         self.layouts = common.Memo()  # shapes and strides -> what _launch_strided keeps
-        self.allocated_dtype = common.DTYPES[dtype] if self.result_dtype is None else self.result_dtype
+        self.allocated_dtype = dtypes.COMPLEX_BY_NAME[dtype] if self.result_dtype is None else self.result_dtype
 
     def __call__(self, args: tuple, kwargs: dict):
         if self.declines is not None and self.declines(args, kwargs):

@@ -38,6 +38,8 @@ import math
 
 import torch
 
+from jitdtypes import dtypes
+
 from . import common, launcher
 
 FAMILY = "fft"
@@ -339,11 +341,6 @@ def variants(dtype: str) -> list[dict]:
 
 # -- ATen adapters ----------------------------------------------------------------------------------------
 
-_REAL_OF_COMPLEX = {torch.complex32: torch.float16}
-if "bcomplex32" in common.DTYPES:
-    _REAL_OF_COMPLEX[common.DTYPES["bcomplex32"]] = torch.bfloat16
-_COMPLEX_OF_REAL = {v: k for k, v in _REAL_OF_COMPLEX.items()}
-
 
 def _is_power_of_two(n: int, limit: int) -> bool:
     return isinstance(n, int) and 2 <= n <= limit and n & (n - 1) == 0
@@ -412,7 +409,7 @@ def _output(kwargs: dict, shape, dtype: torch.dtype, like: torch.Tensor):
 
 def _c2c(x: torch.Tensor, dims, normalization: int, forward: bool):
     """(result shape, result dtype, passes, scale) of an _fft_c2c call, or None where the upcast path takes it."""
-    if x.dtype not in _REAL_OF_COMPLEX:
+    if x.dtype not in dtypes.REAL_OF:
         return None
     dims = _normalized_dims(x, dims)
     if dims is None or not all(_is_power_of_two(x.shape[d], MAX_FFT_LENGTH) for d in dims):
@@ -424,7 +421,7 @@ def _c2c(x: torch.Tensor, dims, normalization: int, forward: bool):
 
 
 def _r2c(x: torch.Tensor, dims, normalization: int, onesided: bool):
-    if x.dtype not in _COMPLEX_OF_REAL:
+    if x.dtype not in dtypes.COMPLEX_OF:
         return None
     dims = _normalized_dims(x, dims)
     if dims is None or not all(_is_power_of_two(x.shape[d], MAX_FFT_LENGTH) for d in dims):
@@ -433,14 +430,14 @@ def _r2c(x: torch.Tensor, dims, normalization: int, onesided: bool):
     n = shape[dims[-1]]
     shape[dims[-1]] = n // 2 + 1 if onesided else n
     scale = _scale(normalization, math.prod(x.shape[d] for d in dims))
-    dtype = common.DTYPE_NAMES[_COMPLEX_OF_REAL[x.dtype]]
+    dtype = dtypes.NAMES[dtypes.COMPLEX_OF[x.dtype]]
     passes = [(_params("fft_r2c", dtype, n, False), dims[-1], shape)]
     passes += [(_params("fft_c2c", dtype, shape[d], False), d, shape) for d in dims[:-1]]
-    return shape, _COMPLEX_OF_REAL[x.dtype], passes, scale
+    return shape, dtypes.COMPLEX_OF[x.dtype], passes, scale
 
 
 def _c2r(x: torch.Tensor, dims, normalization: int, last_dim_size: int):
-    if x.dtype not in _REAL_OF_COMPLEX:
+    if x.dtype not in dtypes.REAL_OF:
         return None
     dims = _normalized_dims(x, dims)
     if dims is None or not _is_power_of_two(last_dim_size, 2 * MAX_FFT_LENGTH):
@@ -455,7 +452,7 @@ def _c2r(x: torch.Tensor, dims, normalization: int, last_dim_size: int):
     dtype = common.dtype_name(x)
     passes = [(_params("fft_c2c", dtype, x.shape[d], True), d, x.shape) for d in dims[:-1]]
     passes += [(_params("fft_c2r", dtype, last_dim_size, True), dims[-1], shape)]
-    return shape, _REAL_OF_COMPLEX[x.dtype], passes, scale
+    return shape, dtypes.REAL_OF[x.dtype], passes, scale
 
 
 class _Transform(common.Planned):

@@ -512,7 +512,7 @@ INTERPRETER_BF16_ROUND_TO_BODY = """\
 
 def render(params: dict) -> str:
     dtype = params["dtype"]
-    part_dtype = common.TL_PART_DTYPE[dtype]
+    part_dtype = common.tl_part_dtype(dtype)
     # The interpreter's tl.dot multiplies bf16 tiles as raw 16-bit integers; fp32 holds their products exactly.
     interpret_bf16 = params["interpret"] and part_dtype == "tl.bfloat16"
     return common.render(

@@ -38,6 +38,8 @@ from typing import NamedTuple
 
 import torch
 
+from jitdtypes import dtypes
+
 from . import common, launcher
 from .reduction_module import COMPLEX_MUL, MAGNITUDE, MODULE, NAN_MAX, NAN_MIN
 
@@ -46,7 +48,6 @@ FAMILY = "reductions"
 COMPLEX_RESULT_OPS = ("sum", "mean", "prod")
 VARIANCE_OPS = ("var", "std", "var_mean", "std_mean")
 NORM_ORDS = ("2", "1", "inf", "-inf", "0", "p")  # "p": any other positive finite order, passed at run time
-REAL_DTYPES = {"complex32": torch.float16, "bcomplex32": torch.bfloat16}
 FILL_PER_SM = 2  # programs per SM below which a reduction is split
 INTERPRETER_FILL = 4  # a few, so that the tests' small reductions take the split path too
 # Splits come in multiples of this on GPUs, so that partials load as vectors; 4 keeps the interpreter's programs
@@ -405,7 +406,7 @@ class _Reduction(common.Planned):
             if params["ord"] in ("inf", "-inf") and any(x.shape[d] == 0 for d in dims):
                 return None  # ATen raises: these norms have no identity
         shape = _result_shape(x, dims, bool(call.get("keepdim")))
-        specs = [(shape, x.dtype if op in COMPLEX_RESULT_OPS else REAL_DTYPES[dtype])]
+        specs = [(shape, x.dtype if op in COMPLEX_RESULT_OPS else dtypes.PART_BY_NAME[dtype])]
         if op.endswith("_mean"):
             specs.append((shape, x.dtype))
         run = load(params, (op, dtype, params.get("ord")))

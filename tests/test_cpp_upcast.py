@@ -305,7 +305,7 @@ def test_triton_interpret_backend_turns_it_off():
 
 
 def test_probing_with_overrides_bypassed_turns_it_off():
-    from jitdtypes import registrar
+    from jitdtypes.routing import registrar
 
     registrar.bypass(frozenset({"aten::exp"}))
     try:

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import dtypes, fast_path, path_record
+from jitdtypes import dtypes, path_record
+from jitdtypes.routing import router
 from tests.conftest import IDS, TARGETS
 
 EPS = {torch.complex32: 2.0**-10}
@@ -35,7 +36,7 @@ def assert_same(actual: torch.Tensor, expected: torch.Tensor) -> None:
 
 
 def specializations() -> int:
-    return sum(len(s.table) for s in list(fast_path._all))
+    return sum(len(r.specialized) for r in list(router._all))
 
 
 @pytest.mark.parametrize("dtype", TARGETS, ids=IDS)

@@ -197,7 +197,7 @@ def _real_valued(overload, formula):
     def decomposition(x):
         if not _complex_input(x):
             return NotImplemented
-        return formula(planar.parts(x, planar.compute_dtype(x.dtype))).to(planar.real_dtype(x.dtype))
+        return formula(planar.parts(x, planar.compute_dtype(x.dtype))).to(dtypes.part_dtype(x.dtype))
 
     TABLE[overload] = decomposition
 
@@ -230,7 +230,7 @@ def _view_as_real(x):
     if not planar.is_planar(x):
         return NotImplemented
     re, im = planar.parts(x, planar.compute_dtype(x.dtype))
-    return torch.stack([re, im], -1).to(planar.real_dtype(x.dtype))
+    return torch.stack([re, im], -1).to(dtypes.part_dtype(x.dtype))
 
 
 # -- conversions and constructors -------------------------------------------------------------------------------
@@ -427,7 +427,7 @@ def _spread(root: bool, with_mean: bool):
         if not _complex_input(x):
             return NotImplemented
         spread = _variance(x, dim, correction, keepdim)
-        spread = (torch.sqrt(spread) if root else spread).to(planar.real_dtype(x.dtype))
+        spread = (torch.sqrt(spread) if root else spread).to(dtypes.part_dtype(x.dtype))
         if not with_mean:
             return spread
         return spread, _sum_or_mean(torch.mean)(x, dim, keepdim)
@@ -445,7 +445,7 @@ TABLE[aten.std_mean.correction] = _spread(root=True, with_mean=True)
 def _vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if not _complex_input(x):
         return NotImplemented
-    result = planar.real_dtype(dtype or x.dtype)
+    result = dtypes.part_dtype(dtype or x.dtype)
     magnitude = F.magnitude(planar.parts(x, planar.compute_dtype(result)))
     return torch.linalg.vector_norm(magnitude, ord, dim, keepdim).to(result)
 

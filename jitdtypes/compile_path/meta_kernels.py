@@ -19,7 +19,8 @@ import threading
 import torch
 from torch.utils._pytree import tree_flatten
 
-from .. import dtypes, registrar, schema, torch_compat, upcast
+from .. import dtypes, schema, torch_compat, upcast
+from ..error_messages import looks_like_dtype_error
 
 _META_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 # Set while a kernel here runs: the upcast path's own conversions (clone, neg ...) take PyTorch's meta kernels.
@@ -73,7 +74,7 @@ def _checked(info: schema.Overload, call_original, args, kwargs):
     try:
         result = call_original(*args, **kwargs)
     except Exception as exc:
-        if not registrar.looks_like_dtype_error(exc):
+        if not looks_like_dtype_error(exc):
             raise
         return upcast.run(info, args, kwargs)
     try:

@@ -109,11 +109,3 @@ def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
         out = out if out.dtype == dtype else out.to(dtype)
     _remember(out, re, im)
     return out
-
-
-_REAL_OF_COMPLEX = {**dtypes.REAL_OF, torch.complex64: torch.float32, torch.complex128: torch.float64}
-
-
-def real_dtype(dtype: torch.dtype) -> torch.dtype:
-    """complex32 -> float16, bcomplex32 -> bfloat16, complex64 -> float32 ...; real dtypes map to themselves."""
-    return _REAL_OF_COMPLEX.get(dtype, dtype)

@@ -1,7 +1,7 @@
 """The compiled dispatch guard (guard.cpp), loaded with ctypes.
 
-For one (overload, dispatch key): `capture` PyTorch's kernel, register the Python router there (registrar),
-then `GuardLibrary.guard` puts the C++ guard over it. Calls whose arguments involve no target dtype never
+For one (overload, dispatch key): `capture` PyTorch's kernel, register the Python guard there
+(routing/registrar.py), then `GuardLibrary.guard` puts the C++ guard over it. Calls whose arguments involve no target dtype never
 leave C++; the rest reach the router, except the common routed call of a registration that allows it, which
 typed guards upcast in C++ (upcast.h) while `allow_cpp_upcast` and `set_cpp_upcast` agree. Closing the
 library removes every guard it registered.
@@ -222,16 +222,25 @@ _fallback_warned = False
 _why_python: list[str] = []  # why the last resolve() chose the Python guard, when it did
 
 
-def resolve(choice: str | None = None, retry: bool = False) -> str:
+def resolve(choice: str | None = None, retry: bool = False, wait: bool = True) -> str:
     """The guard to install: PYTHON or COMPILED. `choice` (default: $JITDTYPES_GUARD, else auto) of AUTO
     takes the compiled guard when it can be had, else the Python one with a single warning per process;
-    COMPILED raises GuardUnavailable when it cannot be had. `retry`: build again after a remembered failure."""
+    COMPILED raises GuardUnavailable when it cannot be had. `retry`: build again after a remembered failure.
+    Not `wait` (an import that probed nothing, so that nothing else would take the build's time): AUTO takes
+    the Python guard rather than run the compiler, and the guard is built in a process of its own for the
+    next import."""
     global _fallback_warned
     explicit = choice
     choice = choice or requested()
     _why_python.clear()
     if choice == PYTHON:
         _why_python.append(f"chosen with enable({PYTHON!r})" if explicit else f"{ENV_VAR}={PYTHON}")
+        return PYTHON
+    if choice == AUTO and not wait and "library" not in _loaded and build.would_build():
+        build.build_detached()
+        _why_python.append("the compiled guard is being built in the background, for the next import")
+        log.warning("jitdtypes: building the compiled dispatch guard in the background (about 20 s), for the next "
+                    "import; this process uses the Python guard (about +1.6 us per call of an overridden op)")
         return PYTHON
     try:
         load(retry)

@@ -127,6 +127,28 @@ def ensure(store: GuardStore | None = None, retry: bool = False) -> tuple[Path, 
         return _build_private()
 
 
+def would_build(store: GuardStore | None = None) -> bool:
+    """Whether `ensure` would run the compiler now: no verified library for this key, a compiler at hand, and
+    no failed build of this key with it remembered."""
+    store = store or GuardStore()
+    try:
+        if _read(store, key(), quietly=True) is not None:
+            return False
+        cxx = compiler()
+        failure = store.read_failure(key())
+    except (BuildError, InsecureEntry, OSError):
+        return False
+    return failure is None or failure.get("compiler") != cxx
+
+
+def build_detached() -> None:
+    """Start `ensure` in a process of its own that outlives this one: the next import finds the library built
+    (an interrupted build leaves only its private workspace, and the next one starts over)."""
+    subprocess.Popen([sys.executable, "-m", "jitdtypes.native_guard.build"],
+                     env=dict(os.environ, JITDTYPES_DISABLE="1"), stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
 def _build_entry(store: GuardStore, entry_key: str, cxx: list[str]) -> GuardEntry:
     """Build and install under the key's lock; a failure is recorded before it is raised."""
     _announce()
@@ -172,3 +194,12 @@ def _build_private() -> tuple[Path, dict]:
     _announce()
     meta = _build_into(Path(workspace.name), cxx)
     return Path(workspace.name) / LIBRARY, meta
+
+
+if __name__ == "__main__":  # build_detached's process
+    from jitdtypes.native_guard import build
+
+    try:
+        build.ensure()
+    except BuildError:
+        sys.exit(1)  # remembered by ensure: the next import says why

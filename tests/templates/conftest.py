@@ -6,12 +6,13 @@ import importlib
 import pytest
 import torch
 
+from jitdtypes import dtypes
 from jitdtypes.kernels_templates import common
 
 pytest.importorskip("triton")
 
 EPS = {"complex32": 2.0**-10, "bcomplex32": 2.0**-7}
-DTYPE_NAMES = sorted(common.DTYPES)
+DTYPE_NAMES = sorted(dtypes.COMPLEX_BY_NAME)
 
 
 @pytest.fixture
@@ -57,5 +58,5 @@ def elementwise_params(op, dtype, layout="interleaved", out=False, scalars=()):
 def random_rounded(dtype, shape, scale=1.0, seed=0):
     """Random complex values in a 16-bit dtype, and the same values in complex128."""
     g = torch.Generator().manual_seed(seed)
-    x = (torch.randn(shape, dtype=torch.complex64, generator=g) * scale).to(common.DTYPES[dtype])
+    x = (torch.randn(shape, dtype=torch.complex64, generator=g) * scale).to(dtypes.COMPLEX_BY_NAME[dtype])
     return x, x.to(torch.complex128)

@@ -13,6 +13,7 @@ import torch
 from conftest import DTYPE_NAMES, random_rounded
 from conftest import elementwise_params as params
 from conftest import assert_close_16bit as assert_close
+from jitdtypes import dtypes
 from jitdtypes.kernels_templates import binary, common, elementwise
 
 # numpy reports overflow and division by zero in the lanes that the kernels' tl.where calls discard.
@@ -99,14 +100,14 @@ LARGE = {
 
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_division_of_large_operands(load, dtype):
-    numerators, denominators = (torch.tensor(v, dtype=torch.complex128).to(common.DTYPES[dtype]) for v in LARGE[dtype])
+    numerators, denominators = (torch.tensor(v, dtype=torch.complex128).to(dtypes.COMPLEX_BY_NAME[dtype]) for v in LARGE[dtype])
     actual = load("binary")(params("div", dtype))(numerators, denominators)
     assert_close(actual, numerators.to(torch.complex128) / denominators.to(torch.complex128), dtype, ulps=1)
 
 
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_division_by_zero_matches_c10(load, dtype):
-    a = torch.tensor([1 + 1j, 1 + 0j, 0j, -2 + 0j], dtype=torch.complex128).to(common.DTYPES[dtype])
+    a = torch.tensor([1 + 1j, 1 + 0j, 0j, -2 + 0j], dtype=torch.complex128).to(dtypes.COMPLEX_BY_NAME[dtype])
     zero = torch.zeros(4, dtype=a.dtype)
     actual = torch.view_as_real(load("binary")(params("div", dtype))(a, zero)).double()
     expected = torch.view_as_real(a.to(torch.complex128) / zero.to(torch.complex128))
@@ -199,7 +200,7 @@ def test_adapters_decline_calls_they_do_not_cover(load):
     loader, aten = load("binary"), binary.ATEN
     a, _ = random_rounded("complex32", (3, 4), seed=11)
     add, add_, div = aten["aten::add.Tensor"], aten["aten::add_.Tensor"], aten["aten::div.Tensor_mode"]
-    for other_dtype in (torch.complex64, *common.DTYPES.values()):
+    for other_dtype in (torch.complex64, *dtypes.COMPLEX_BY_NAME.values()):
         if other_dtype != a.dtype:  # complex32 with bcomplex32 promotes to complex64, like complex64 itself
             assert add(loader, (a, a.to(torch.complex64).to(other_dtype)), {}, "cpu") is NotImplemented
     assert add(loader, (a, torch.ones(4, dtype=torch.float16)), {}, "cpu") is NotImplemented  # real tensor operand

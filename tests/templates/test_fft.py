@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from conftest import DTYPE_NAMES, EPS, assert_close_16bit
-from jitdtypes.kernels_templates import common, fft
+from jitdtypes import dtypes
+from jitdtypes.kernels_templates import fft
 
 aten = torch.ops.aten
 SIZES = [2, 4, 8, 64, 256]
@@ -30,7 +31,7 @@ def fft_load(load):
 
 def complex_input(shape, dtype_name, seed=0):
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, dtype=torch.complex64, generator=generator).to(common.DTYPES[dtype_name])
+    return torch.randn(shape, dtype=torch.complex64, generator=generator).to(dtypes.COMPLEX_BY_NAME[dtype_name])
 
 
 def real_input(shape, dtype_name, seed=0):
@@ -118,7 +119,7 @@ def test_r2c_matches_float64(fft_load, dtype_name, n, onesided):
     x = real_input((3, n), dtype_name, seed=n)
     normalization = n % 3  # every mode, spread over the sizes
     result = fft.fft_r2c(fft_load, (x, [1], normalization, onesided), {}, "cpu")
-    assert result.dtype == common.DTYPES[dtype_name]
+    assert result.dtype == dtypes.COMPLEX_BY_NAME[dtype_name]
     assert result.shape == (3, n // 2 + 1 if onesided else n)
     assert_fft_close(result, aten._fft_r2c(wide(x), [1], normalization, onesided), dtype_name, [1])
 

@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from conftest import DTYPE_NAMES, assert_close_16bit
+from jitdtypes import dtypes
 from jitdtypes.kernels_templates import common, matmul
 
 dtype_names = pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
@@ -33,7 +34,7 @@ def call(load):
 
 def rand(*shape, dtype_name, seed=0):
     generator = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, dtype=torch.complex64, generator=generator).to(common.DTYPES[dtype_name])
+    return torch.randn(shape, dtype=torch.complex64, generator=generator).to(dtypes.COMPLEX_BY_NAME[dtype_name])
 
 
 def wide(t):
@@ -56,7 +57,7 @@ def expected(a, b, bias=None, alpha=1, beta=1, conj_a=False):
 
 def check(actual, dtype_name, reference):
     value, scale = reference
-    assert actual.dtype == common.DTYPES[dtype_name]
+    assert actual.dtype == dtypes.COMPLEX_BY_NAME[dtype_name]
     assert_close_16bit(actual, value, dtype_name, ulps=1.0, scale=scale)
 
 
@@ -310,8 +311,8 @@ def test_not_implemented_for_uncovered_calls(call):
     assert call("aten::addmm", rand(4, 2, dtype_name="complex32").conj(), half, other) is NotImplemented
     assert call("aten::addmm", rand(3, 2, dtype_name="complex32"), half, other) is NotImplemented
     assert call("aten::addmm_", rand(1, 2, dtype_name="complex32"), half, other) is NotImplemented
-    if "bcomplex32" in common.DTYPES:
-        assert call("aten::mm", half, other.to(common.DTYPES["bcomplex32"])) is NotImplemented
+    if "bcomplex32" in dtypes.COMPLEX_BY_NAME:
+        assert call("aten::mm", half, other.to(dtypes.COMPLEX_BY_NAME["bcomplex32"])) is NotImplemented
 
 
 # -- family contract ------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ import pytest
 import torch
 from conftest import DTYPE_NAMES, assert_close_16bit
 
-from jitdtypes.kernels_templates import common, reductions
+from jitdtypes import dtypes
+from jitdtypes.kernels_templates import reductions
 
 # the interpreter computes with numpy, which warns about the overflow and NaN these tests provoke
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -58,7 +59,7 @@ def rounded(shape, dtype_name, seed=0, unit=False):
     z = torch.randn(shape, dtype=torch.complex64, generator=generator)
     if unit:
         z = torch.polar(1 + 0.05 * z.real, 6 * z.imag)
-    return z.to(common.DTYPES[dtype_name])
+    return z.to(dtypes.COMPLEX_BY_NAME[dtype_name])
 
 
 def make(shape, dtype_name, layout, seed=0, unit=False):
@@ -273,7 +274,7 @@ OVERFLOW_EDGE = {
 def test_overflow_edge(reductions_loader, dtype):
     """Accumulation does not overflow before the store: a result is inf exactly where the true value is out
     of the 16-bit range (the reference is rounded to the 16-bit dtype to find those)."""
-    x = OVERFLOW_EDGE[dtype].to(common.DTYPES[dtype])
+    x = OVERFLOW_EDGE[dtype].to(dtypes.COMPLEX_BY_NAME[dtype])
     z = wide(x)
     checks = [
         ({"op": "sum"}, [], z.sum(1)),
@@ -295,7 +296,7 @@ def test_overflow_edge(reductions_loader, dtype):
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_non_finite_inputs(reductions_loader, dtype):
     z = torch.tensor([[1, complex("nan"), 2], [1, complex("inf"), 2], [0, 0, 0]], dtype=torch.complex128)
-    x = z.to(common.DTYPES[dtype])
+    x = z.to(dtypes.COMPLEX_BY_NAME[dtype])
     for name, order in [("inf", math.inf), ("-inf", -math.inf), ("2", 2), ("p", 3.0), ("1", 1)]:
         norm = reduce(reductions_loader, {"op": "vector_norm", "dtype": dtype, "ord": name}, x, [1],
                       scalars=[order] if name == "p" else [])

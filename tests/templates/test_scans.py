@@ -12,7 +12,8 @@ import pytest
 import torch
 from conftest import DTYPE_NAMES, assert_close_16bit
 
-from jitdtypes.kernels_templates import common, scans
+from jitdtypes import dtypes
+from jitdtypes.kernels_templates import scans
 
 # the interpreter computes with numpy, which warns about the overflow these tests provoke
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -43,7 +44,7 @@ def rounded(shape, dtype_name, seed=0, unit=False):
     z = torch.randn(shape, dtype=torch.complex64, generator=generator)
     if unit:
         z = torch.polar(1 + 0.05 * z.real, 6 * z.imag)
-    return z.to(common.DTYPES[dtype_name])
+    return z.to(dtypes.COMPLEX_BY_NAME[dtype_name])
 
 
 def make(shape, dtype_name, layout, seed=0, unit=False):
@@ -123,7 +124,7 @@ def test_cumsum_overflow_edge(scans_loader, dtype):
     and a running sum whose terms cancel stays exact however large the terms."""
     big = 3e4 if dtype == "complex32" else 1e38
     z = torch.tensor([[big] * 8, [big, -big] * 4], dtype=torch.complex128)
-    x = z.to(common.DTYPES[dtype])
+    x = z.to(dtypes.COMPLEX_BY_NAME[dtype])
     z = wide(x)
     result = scan(scans_loader, "cumsum", dtype, x, 1)
     target = z.cumsum(1).to(x.dtype).to(z.dtype)

@@ -13,6 +13,7 @@ import torch
 from conftest import DTYPE_NAMES, random_rounded
 from conftest import elementwise_params as params
 from conftest import assert_close_16bit as assert_close
+from jitdtypes import dtypes
 from jitdtypes.kernels_templates import common, elementwise, ternary
 
 # numpy reports overflow and division by zero in the lanes that the kernels' tl.where calls discard.
@@ -165,7 +166,7 @@ def test_adapters_decline_calls_they_do_not_cover(load):
     where = aten["aten::where.self"]
     assert where(loader, (condition, a, torch.zeros(3, 4, dtype=torch.float16)), {}, "cpu") is NotImplemented
     assert where(loader, (condition.to(torch.uint8), a, a), {}, "cpu") is NotImplemented
-    for other_dtype in (torch.complex64, *common.DTYPES.values()):
+    for other_dtype in (torch.complex64, *dtypes.COMPLEX_BY_NAME.values()):
         if other_dtype != a.dtype:
             assert where(loader, (condition, a, a.to(torch.complex64).to(other_dtype)), {}, "cpu") is NotImplemented
     assert where(loader, (condition, a, torch._neg_view(a)), {}, "cpu") is NotImplemented

@@ -13,6 +13,7 @@ import torch
 
 from conftest import DTYPE_NAMES
 from conftest import assert_close_16bit as assert_close
+from jitdtypes import dtypes
 from jitdtypes.kernels_templates import common, elementwise, unary
 
 # numpy reports overflow and division by zero in the lanes that the kernels' tl.where calls discard.
@@ -31,7 +32,7 @@ def params(op, dtype, layout="interleaved", out=False):
 
 def rounded(values, dtype):
     """complex values -> the 16-bit complex tensor, and the complex128 tensor of exactly its values."""
-    x = torch.as_tensor(values, dtype=torch.complex128).to(torch.complex64).to(common.DTYPES[dtype])
+    x = torch.as_tensor(values, dtype=torch.complex128).to(torch.complex64).to(dtypes.COMPLEX_BY_NAME[dtype])
     return x, x.to(torch.complex128)
 
 
@@ -70,7 +71,7 @@ def test_matches_complex128(load, op, dtype, layout):
     x, exact = random_rounded(dtype, (5, 9))
     actual = run_layout(load("unary")(params(op, dtype, layout)), x, layout, op)
     if layout == "interleaved":
-        assert actual.dtype == (elementwise.PART_DTYPE[dtype] if op in unary.REAL_RESULT else x.dtype)
+        assert actual.dtype == (dtypes.PART_BY_NAME[dtype] if op in unary.REAL_RESULT else x.dtype)
     assert_close(actual, reference(op, exact), dtype, ulps=1)
 
 
@@ -210,7 +211,7 @@ def test_more_dims_than_the_kernel_indexes(load, dtype):
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_empty_and_zero_dim(load, dtype):
     run = load("unary")(params("sqrt", dtype))
-    empty = torch.empty(0, 3, dtype=common.DTYPES[dtype])
+    empty = torch.empty(0, 3, dtype=dtypes.COMPLEX_BY_NAME[dtype])
     assert run(empty).shape == (0, 3)
     x, exact = rounded(-4.0 + 0.0j, dtype)
     assert x.dim() == 0
@@ -241,7 +242,7 @@ def test_64_bit_indexing(load, monkeypatch):
 @pytest.mark.parametrize("dtype", DTYPE_NAMES)
 def test_out_variant_writes_given_tensors(load, dtype, layout):
     x, exact = random_rounded(dtype, (4, 6), seed=7)
-    part = elementwise.PART_DTYPE[dtype]
+    part = dtypes.PART_BY_NAME[dtype]
     run = load("unary")(params("cos", dtype, layout, out=True))
     if layout == "interleaved":
         out = torch.empty(6, 4, dtype=x.dtype).T
@@ -302,7 +303,7 @@ def test_adapters_functional_inplace_out(load, dtype):
     assert_close(result, torch.exp(exact), dtype, ulps=1)
 
     magnitude = unary.ATEN["aten::abs"](loader, (x,), {}, "cpu")
-    assert magnitude.dtype == elementwise.PART_DTYPE[dtype]
+    assert magnitude.dtype == dtypes.PART_BY_NAME[dtype]
     assert_close(magnitude, exact.abs(), dtype, ulps=1)
 
     y = x.clone()
@@ -314,7 +315,7 @@ def test_adapters_functional_inplace_out(load, dtype):
     assert out.shape == x.shape
     assert_close(out, torch.tanh(exact), dtype, ulps=1)
 
-    used = torch.empty(7, dtype=elementwise.PART_DTYPE[dtype])
+    used = torch.empty(7, dtype=dtypes.PART_BY_NAME[dtype])
     with pytest.warns(UserWarning, match="was resized"):
         unary.ATEN["aten::angle.out"](loader, (x,), {"out": used}, "cpu")
     assert_close(used, exact.angle(), dtype, ulps=1)
