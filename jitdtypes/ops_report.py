@@ -165,7 +165,9 @@ def render(found_by_device: dict[str, discovery.Discovery]) -> str:
         "- `upcast`: PyTorch lacks it; the call computes in complex64/float32 and rounds the results once.",
         "- `template`: PyTorch lacks it; the call runs a Triton kernel rendered from the overload's template and "
         "cached. A call the template does not cover (mixed dtypes, shapes or sizes it declines) takes the upcast "
-        "path.",
+        "path, and so does one that reaches an override at an Autograd key: overloads without a kernel of their "
+        "own on the device (composite-implicit ones) are overridden there too, and take their template only in "
+        "inference mode.",
         "- `crashed`: probing it crashed, hung or broke the device, so its support is unknown and it keeps "
         "PyTorch's kernel.",
         f"- `{NO_VERDICT}`: discovery recorded no verdict. Either no complex64 (or real-input) call of the "

@@ -120,7 +120,7 @@ def test_rows_are_what_discovery_found_and_every_template_overload(default_cpu_b
     assert {name for name, _ in cells} <= set(report)
 
 
-def test_composite_cells_fail_in_plain_pytorch_and_work_with_jitdtypes():
+def test_composite_cells_fail_in_plain_pytorch_and_work_with_jitdtypes(default_cpu_backend):
     """What `composite` infers from the record, checked by probing: each such overload passes in those dtypes
     with the overrides installed, and fails without them."""
     composite = {}
