@@ -68,7 +68,7 @@ def run_mypy(cache: Path, *files: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", "pyproject.toml", "--cache-dir", str(cache),
          "--show-error-codes", "--no-pretty", "--no-color-output", *files],
-        cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=900)
+        cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=600)
 
 
 def messages(ran: subprocess.CompletedProcess) -> list[dict]:
