@@ -1,0 +1,1 @@
+from kernels_templates import *

@@ -1,0 +1,1 @@
+from kernels_templates.complex_math import *

@@ -1,0 +1,1 @@
+from kernels_templates.launcher import *

@@ -1,0 +1,1 @@
+from kernels_templates.reduction_module import *
