@@ -12,7 +12,7 @@ import jitdtypes
 from .. import dtypes
 from . import fno, ops
 
-MIN_SIZE = 8  # the FNO keeps grid // 4 modes, the FFT rows are size // 8
+MIN_SIZE = 8  # the FFT cases' rows and the FNO's modes are size // 8
 
 
 def run(device: str | None = None, size: int | None = None) -> int:

@@ -53,6 +53,7 @@ def spectral_layer(x, spectral_weights, pointwise_weight):
 
 
 def loss_and_gradients(x, spectral_weights, pointwise_weights):
+    """The sum of squares of the layers' output, and its gradients with respect to x and both weights."""
     y = x
     for spectral, pointwise in zip(spectral_weights, pointwise_weights):
         y = spectral_layer(y, spectral, pointwise)

@@ -59,10 +59,14 @@ class PathWatch:
 
 
 def error_summary(exc: BaseException) -> str:
-    """The exception's type and first line, cut to ERROR_WIDTH."""
+    """The exception's type and first line; past ERROR_WIDTH, its middle gives way to an ellipsis (the end of
+    PyTorch's messages names the dtype)."""
     message = str(exc).strip()
     text = " ".join(f"{type(exc).__name__}: {message.splitlines()[0] if message else ''}".split())
-    return text if len(text) <= ERROR_WIDTH else text[:ERROR_WIDTH - 1] + "…"
+    if len(text) <= ERROR_WIDTH:
+        return text
+    tail = ERROR_WIDTH // 3
+    return f"{text[:ERROR_WIDTH - tail - 3]} … {text[-tail:]}"
 
 
 def duration(seconds: float) -> str:
@@ -78,7 +82,7 @@ def mebibytes(count: int) -> str:
 
 
 def shape(tensor: torch.Tensor) -> str:
-    return "x".join(map(str, tensor.shape)) or "scalar"
+    return "x".join(map(str, tensor.shape))
 
 
 def line(cells, widths) -> str:
