@@ -3,7 +3,6 @@ backward, in each 16-bit complex dtype and in complex64: peak memory, what autog
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -89,7 +88,8 @@ def _saved_tensors(step):
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
         result = step()
-    return result, sum(n for n, _ in storages.values()), sum(n for n, part_bytes in storages.values() if part_bytes >= 4)
+    total = sum(n for n, _ in storages.values())
+    return result, total, sum(n for n, part_bytes in storages.values() if part_bytes >= 4)
 
 
 def _cpu_peak(step):
