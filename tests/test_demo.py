@@ -73,7 +73,7 @@ def test_every_op_and_dtype_has_a_row_with_its_shape(op_rows):
 def test_every_row_has_a_path_and_its_error_is_within_tolerance(op_rows, dtype):
     for (op, name), row in op_rows.items():
         if name == dtypes.NAMES[dtype]:
-            assert set(row["jitdtypes"].split("+")) <= PATHS, row
+            assert set(row["jitdtypes path"].split("+")) <= PATHS, row
             assert 0 <= float(row["max error"]) <= TOLERANCE[dtype], row
             assert row["time"].endswith(("µs", "ms", " s")) and float(row["vs complex64"].rstrip("x")) > 0, row
 
@@ -81,18 +81,18 @@ def test_every_row_has_a_path_and_its_error_is_within_tolerance(op_rows, dtype):
 def test_plain_pytorch_shows_what_it_lacks(op_rows):
     exp = op_rows["torch.exp(z)", "complex32"]
     assert exp["plain PyTorch"] == """NotImplementedError: "exp_vml_cpu" not implemented for 'ComplexHalf'"""
-    assert exp["jitdtypes"] == "upcast"
+    assert exp["jitdtypes path"] == "upcast"
     multiply = op_rows["z * w", "complex32"]  # PyTorch has this one on CPU
-    assert (multiply["plain PyTorch"], multiply["jitdtypes"]) == ("works", "native")
+    assert (multiply["plain PyTorch"], multiply["jitdtypes path"]) == ("works", "native")
     for (op, name), row in op_rows.items():
         if row["plain PyTorch"] != "works":
-            assert row["jitdtypes"] != "native", row
+            assert row["jitdtypes path"] != "native", row
     if dtypes.BCOMPLEX32:
         view = op_rows["torch.view_as_complex(x)", "bcomplex32"]
         assert view["plain PyTorch"].startswith("RuntimeError: view_as_complex is only")
         assert view["plain PyTorch"].endswith("scalar type: BFloat16") and " … " in view["plain PyTorch"]
         assert len(view["plain PyTorch"]) == measure.ERROR_WIDTH
-        assert view["jitdtypes"] == "entry point"
+        assert view["jitdtypes path"] == "entry point"
 
 
 def test_the_fourier_neural_operator_needs_less_memory_in_16_bits(memory_rows, demo_output):
@@ -112,7 +112,7 @@ def test_the_fourier_neural_operator_needs_less_memory_in_16_bits(memory_rows, d
         assert 0.5 <= peak <= 0.85, row
         assert float(row["loss error"]) <= TOLERANCE[dtype], row
         assert float(row["gradient error"]) <= TOLERANCE[dtype], row
-        assert row["jitdtypes"] == "upcast"
+        assert row["jitdtypes path"] == "upcast"
 
 
 def test_peak_memory_counts_the_temporaries_inside_an_op():

@@ -129,7 +129,7 @@ PEAK_METHOD = {
     "cuda": "torch.cuda.max_memory_allocated\n  during forward+backward, less what was allocated before it",
 }
 COLUMNS = ("dtype", "peak memory", "peak vs complex64", "saved for backward", "of it 32-bit",
-           "saved vs complex64", "loss error", "gradient error", "time", "time vs complex64", "jitdtypes")
+           "saved vs complex64", "loss error", "gradient error", "time", "time vs complex64", "jitdtypes path")
 WIDTHS = (10, 11, 17, 18, 12, 18, 10, 14, 9, 17)
 
 

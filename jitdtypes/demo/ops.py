@@ -70,13 +70,14 @@ CASES = (
     Case("torch.view_as_complex(x)", _arguments(_real(lambda n: (n, n, 2))), torch.view_as_complex, 512),
 )
 
-COLUMNS = ("op", "dtype", "shape", "jitdtypes", "max error", "first call", "time", "vs complex64", "plain PyTorch")
-WIDTHS = (24, 10, 9, 11, 9, 10, 9, 12)
+COLUMNS = ("op", "dtype", "shape", "jitdtypes path", "max error", "first call", "time", "vs complex64",
+           "plain PyTorch")
+WIDTHS = (24, 10, 9, 14, 9, 10, 9, 12)
 LEGEND = (
     "Ops, eager. z, w: complex inputs in the dtype; x: a real one in its parts' dtype (float16 / bfloat16).\n"
-    "  plain PyTorch: the same call with jitdtypes disabled. jitdtypes: the path its calls took (native: PyTorch's "
-    "kernel;\n  upcast: computed in complex64/float32, rounded once; template: a generated Triton kernel; entry "
-    "point: a view).\n"
+    "  plain PyTorch: the same call with jitdtypes disabled. jitdtypes path: the path its calls took (native: "
+    "PyTorch's\n  kernel; upcast: computed in complex64/float32, rounded once; template: a generated Triton kernel; "
+    "entry point: a view).\n"
     "  max error: max|result - complex64| / max|complex64|, complex64 computing from the same rounded inputs.\n"
     f"  time: median of {TIMED_CALLS} calls after a warm-up, taking turns with complex64's; first call: the "
     "first one alone.")
