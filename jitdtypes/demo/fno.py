@@ -103,8 +103,10 @@ def _cpu_peak(step):
     finally:
         records = _disable_profiler_legacy()
     start = records[0][0]
-    changes = sorted((start.cpu_elapsed_us(r), r.cpu_memory_usage())
-                     for thread in records for r in thread if r.kind() == "memory_alloc")
+    # sorted by time alone: the sort is stable, so one thread's allocation and free in the same microsecond keep
+    # their order
+    changes = sorted(((start.cpu_elapsed_us(r), r.cpu_memory_usage())
+                      for thread in records for r in thread if r.kind() == "memory_alloc"), key=lambda c: c[0])
     live = peak = 0
     for _, change in changes:
         live += change
