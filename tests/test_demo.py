@@ -71,7 +71,7 @@ def test_every_op_and_dtype_has_a_row_with_its_shape(op_rows):
 
 @pytest.mark.parametrize("dtype", TARGETS, ids=[dtypes.NAMES[d] for d in TARGETS])
 def test_every_row_has_a_path_and_its_error_is_within_tolerance(op_rows, dtype):
-    for (op, name), row in op_rows.items():
+    for (_, name), row in op_rows.items():
         if name == dtypes.NAMES[dtype]:
             assert set(row["jitdtypes path"].split("+")) <= PATHS, row
             assert 0 <= float(row["max error"]) <= TOLERANCE[dtype], row
@@ -84,7 +84,7 @@ def test_plain_pytorch_shows_what_it_lacks(op_rows):
     assert exp["jitdtypes path"] == "upcast"
     multiply = op_rows["z * w", "complex32"]  # PyTorch has this one on CPU
     assert (multiply["plain PyTorch"], multiply["jitdtypes path"]) == ("works", "native")
-    for (op, name), row in op_rows.items():
+    for row in op_rows.values():
         if row["plain PyTorch"] != "works":
             assert row["jitdtypes path"] != "native", row
     if dtypes.BCOMPLEX32:
@@ -93,6 +93,19 @@ def test_plain_pytorch_shows_what_it_lacks(op_rows):
         assert view["plain PyTorch"].endswith("scalar type: BFloat16") and " … " in view["plain PyTorch"]
         assert len(view["plain PyTorch"]) == measure.ERROR_WIDTH
         assert view["jitdtypes path"] == "entry point"
+
+
+def test_plain_pytorch_column_is_what_plain_pytorch_does(op_rows):
+    for case in ops.CASES:
+        for dtype in TARGETS:
+            inputs = case.inputs(dtype, SIZE, "cpu")
+            with jitdtypes.disabled():
+                try:
+                    case.call(*inputs)
+                    said = "works"
+                except Exception as exc:  # noqa: BLE001 - compared with the table
+                    said = f"{type(exc).__name__}: "
+            assert op_rows[case.label, dtypes.NAMES[dtype]]["plain PyTorch"].startswith(said)
 
 
 def test_the_fourier_neural_operator_needs_less_memory_in_16_bits(memory_rows, demo_output):
