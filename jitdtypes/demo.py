@@ -11,9 +11,9 @@ import jitdtypes
 from . import dtypes
 
 
-def _cases(device: str):
+def _cases(device: str, size: int):
     def complex_input(dtype):
-        return torch.randn(256, 256, dtype=torch.complex64, device=device).to(dtype)
+        return torch.randn(size, size, dtype=torch.complex64, device=device).to(dtype)
 
     def real_input(dtype):
         return torch.randn(8, 1000, device=device).to(dtypes.REAL_OF[dtype])
@@ -43,14 +43,16 @@ def _paths(before, after) -> str:
     return "+".join(sorted(seen)) or "native"
 
 
-def run() -> int:
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+def run(device: str | None = None, size: int | None = None) -> int:
+    """device: default cuda when available; size: the side of the square complex inputs (default 256)."""
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    size = size or 256
     print(f"jitdtypes {jitdtypes.__version__} demo on {device} (torch {torch.__version__})")
     print(f"{'call':28} {'dtype':11} {'plain PyTorch':24} {'jitdtypes':10} {'first call':>11} {'then':>10}")
     failures = 0
     for name in sorted(n for n, d in dtypes.BY_NAME.items() if d.is_complex):
         dtype = dtypes.BY_NAME[name]
-        for label, make, fn in _cases(device):
+        for label, make, fn in _cases(device, size):
             if label.startswith("view_as_complex") and name != "bcomplex32":
                 continue
             x = make(dtype)
