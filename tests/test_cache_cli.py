@@ -1,7 +1,9 @@
 """`jitdtypes warm` and `jitdtypes cache ...` through the console script, on a private cache directory."""
 
 import json
+import math
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -40,6 +42,12 @@ def test_warm_generates_then_finds_everything_cached(cache):
     assert summary.startswith(f"warm {names} on cpu: ") and "failed 0" in summary
     total = int(summary.split(": ")[1].split()[0])
     assert f"generated {total}, already cached 0" in summary and total >= 6
+    # piped, progress is a plain line on stderr every ceil(total / 15) kernels
+    progress = [re.fullmatch(r"warm cpu: (\d+)/(\d+) kernels, [\d.]+s elapsed, ETA [\d.]+s", line)
+                for line in first.stderr.splitlines() if line.startswith("warm cpu: ")]
+    every = math.ceil(total / 15)
+    assert progress and all(progress), first.stderr
+    assert [(int(m[1]), int(m[2])) for m in progress] == [(done, total) for done in range(every, total, every)]
     second = _warm(cache).stdout.strip().splitlines()[-1]
     assert f"generated 0, already cached {total}" in second
     bad = jitdtypes_cli(cache, "warm", "--dtype", "complex32", "--ops", "nonsense", check_rc=2)

@@ -1,8 +1,10 @@
 """The `jitdtypes` command itself: help without torch, help text for every option, examples that parse, one-line
-errors with exit status 2 (bad command line) or 1 (the operation failed)."""
+errors with exit status 2 (bad command line) or 1 (the operation failed), and warm's progress report."""
 
 import argparse
+import io
 import json
+import math
 import os
 import re
 import shlex
@@ -14,7 +16,7 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import dtype_names, dtypes
+from jitdtypes import dtype_names, dtypes, warm
 from jitdtypes.cli import parser
 from tests.conftest import CLI
 
@@ -186,3 +188,46 @@ def test_show_refuses_an_ambiguous_prefix_and_shows_a_damaged_entry(tmp_path):
     assert damaged.returncode == 1, damaged.stderr
     shown = json.loads(damaged.stdout.split("\n\n", 1)[0])
     assert shown["path"] == str(kernels / ("ab" + "0" * 62)) and shown["problem"].startswith("metadata unreadable")
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_progress_when_piped_is_a_line_every_fifteenth_of_a_phase():
+    out, clock = io.StringIO(), _Clock()
+    report = warm.ProgressReport(out, terminal=False, clock=clock)
+    report.phase("cpu", 272)
+    for done in range(272):
+        report.step(done, f"unary/exp kernel {done}")
+        clock.now += 0.5
+    report.phase("sm_90", 3)
+    report.note("compiling 40 launches, 2 at once")
+    report.close()
+    lines = out.getvalue().splitlines()
+    every = math.ceil(272 / 15)
+    assert every == 19 and len(lines) == 14 + 1
+    assert lines[0] == "warm cpu: 19/272 kernels, 9.5s elapsed, ETA 2m06s"  # 0.5 s per kernel, 253 to go
+    assert lines[13] == "warm cpu: 266/272 kernels, 2m13s elapsed, ETA 3.0s"
+    assert lines[-1] == "warm sm_90: compiling 40 launches, 2 at once"
+
+
+def test_progress_on_a_terminal_rewrites_one_line_with_the_eta():
+    out, clock = io.StringIO(), _Clock()
+    report = warm.ProgressReport(out, terminal=True, clock=clock)
+    report.phase("cpu", 4)
+    report.step(0, "unary/exp complex32")
+    clock.now += 2.0
+    report.step(1, "unary/log complex32")
+    report.close()
+    assert out.getvalue() == ("\r\033[K[1/4 ETA -] unary/exp complex32"
+                              "\r\033[K[2/4 ETA 6.0s] unary/log complex32"
+                              "\r\033[K")
+
+
+def test_duration_reads_at_a_glance():
+    assert [warm.duration(s) for s in (0.04, 59.94, 61, 3599, 3725)] == ["0.0s", "59.9s", "1m01s", "59m59s", "1h02m"]

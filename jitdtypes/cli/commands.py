@@ -100,15 +100,13 @@ def warm(args) -> int:
     if ops and not ops <= known:
         raise UsageError(f"--ops: unknown ops {sorted(ops - known)}; template ops are: {', '.join(sorted(known))}")
 
-    def progress(done, total, label):
-        if sys.stdout.isatty():
-            print(f"\r\033[K[{done + 1}/{total}] {label}"[:160], end="", flush=True)
-
     guard_line = _warm_guard()
     _warm_discovery()
-    summary = warm.warm(names, device, ops, progress, arches, args.jobs)
-    if sys.stdout.isatty():
-        print("\r\033[K", end="")
+    progress = warm.ProgressReport(sys.stderr, sys.stderr.isatty())
+    try:
+        summary = warm.warm(names, device, ops, progress, arches, args.jobs)
+    finally:
+        progress.close()
     for label, error in summary.failed:
         print(f"failed: {label}: {error}")
     compiled = (f", compiled {summary.compiled} (Triton cache files {summary.triton_bytes:,} bytes)"
