@@ -93,8 +93,7 @@ def warm(args) -> int:
     if device == "cuda" and not arches and not torch.cuda.is_available():
         raise UsageError("no CUDA device here: name the GPU arches to compile for, e.g. --arch sm_80,sm_90")
     _refuse_absent_dtype(args.dtype)
-    names = [n for n in dtype_names.COMPLEX if n not in dtypes.ABSENT] if args.dtype == "all" else [args.dtype]
-    names.sort()
+    names = sorted(n for n in dtype_names.COMPLEX if n not in dtypes.ABSENT) if args.dtype == "all" else [args.dtype]
     ops = set(args.ops) if args.ops else None
     known = {params["op"] for _, params in warm.kernels_to_warm(names, None)}
     if ops and not ops <= known:

@@ -140,7 +140,8 @@ def build() -> Parser:
     warm.add_argument("--dtype", required=True, choices=[*complex_names, "all"],
                       help="the 16-bit complex dtype to generate kernels for; all: every one this torch has")
     warm.add_argument("--device", choices=DEVICES,
-                      help="default: cuda when a GPU is present or --arch is given, else cpu")
+                      help="the device to generate kernels for (default: cuda when a GPU is present or --arch is "
+                           "given, else cpu)")
     warm.add_argument("--ops", type=names, metavar="OP,...",
                       help="only these template ops (exp,mul,matmul,...; a wrong name lists them); default: all")
     warm.add_argument("--arch", type=names, metavar="ARCH,...",
@@ -206,6 +207,7 @@ def build() -> Parser:
         help="ops plain PyTorch rejects, working, with their path and time",
         description="Calls plain PyTorch rejects for the 16-bit complex dtypes, then the same calls with "
                     "jitdtypes, with the path each took and its time.")
-    demo.add_argument("--device", choices=DEVICES, help="default: cuda when available, else cpu")
-    demo.add_argument("--size", type=positive_int, metavar="N", help="the size of the demo's inputs (default: chosen by the demo)")
+    demo.add_argument("--device", choices=DEVICES, help="where to run (default: cuda when available, else cpu)")
+    demo.add_argument("--size", type=positive_int, metavar="N",
+                      help="the size of the demo's inputs (default: chosen by the demo)")
     return parser
