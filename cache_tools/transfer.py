@@ -81,7 +81,10 @@ def export(out: Path, root: Path | None = None, dtype: str | None = None, device
                             for key, files in entries.items()},
                 DISCOVERY: {name: _sha256(data) for name, data in discovery.items()}}
     out = Path(out)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    except OSError as exc:  # name the file asked for, not the temporary one beside it
+        raise type(exc)(exc.errno, exc.strerror, str(out)) from None
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
             _add(tar, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
@@ -142,13 +145,16 @@ def _checked_name(member: tarfile.TarInfo) -> tuple[str, str] | None:
 
 def _stage(archive: Path, staging: Path, limits: Limits) -> tuple[dict, dict[str, dict[str, str]]]:
     """Copy the archive's files into `staging`, checking every member header first; (manifest, {key: {path:
-    sha256 of the bytes staged}})."""
+    sha256 of the bytes staged}}). OSError when the file cannot be read, ArchiveRefused when what it holds is
+    refused."""
     manifest, staged, seen, total = None, {}, set(), 0
+    raw = open(archive, "rb")  # apart from the tar reader: a missing or unreadable file stays an OSError
     try:
-        tar = tarfile.open(archive, mode="r:gz")
+        tar = tarfile.open(fileobj=raw, mode="r:gz")
     except (tarfile.TarError, OSError, EOFError) as exc:
+        raw.close()
         raise ArchiveRefused(f"{archive}: not a gzip-compressed tar archive ({exc})") from exc
-    with tar:
+    with raw, tar:
         count = 0
         while True:
             try:

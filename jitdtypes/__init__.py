@@ -13,8 +13,6 @@ import os
 import sys
 import threading
 
-import torch
-
 
 def _attach_source_checkout_packages() -> None:
     """An installed jitdtypes holds kernels_templates and cache_tools inside it (pyproject's package-dir). In a
@@ -58,6 +56,8 @@ def set_cpu_backend(name: str) -> None:
 
 
 def _device_types() -> list[str]:
+    import torch
+
     # is_available() asks the driver without creating a CUDA context, so forked workers stay usable.
     return ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
 
@@ -165,7 +165,8 @@ def _row(key, support, path, seen) -> dict:
 
 if os.environ.get("JITDTYPES_CPU_BACKEND"):
     set_cpu_backend(os.environ["JITDTYPES_CPU_BACKEND"])
-# The `jitdtypes` command installs the overrides only for the subcommands that use them (not `cache ...`).
+# The `jitdtypes` command installs the overrides only for the subcommands that use them (not `cache ...`), and
+# torch comes with them: nothing above imports it, so `jitdtypes --help` does not wait for torch.
 _is_cli = os.path.basename(sys.argv[0] if sys.argv else "") == "jitdtypes"
 if os.environ.get("JITDTYPES_DISABLE", "").strip() in ("", "0") and not _is_cli:
     enable()

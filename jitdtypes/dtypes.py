@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import torch
 
+from . import dtype_names
+
 BCOMPLEX32 = getattr(torch, "bcomplex32", None)
 
 COMPLEX_TARGETS: tuple[torch.dtype, ...] = (torch.complex32,) + ((BCOMPLEX32,) if BCOMPLEX32 else ())
+_PRESENT = [name for name in dtype_names.COMPLEX if hasattr(torch, name)]
 # the 16-bit complex dtypes this torch build lacks, each with what to tell whoever asks for it
-ABSENT: dict[str, str] = {} if BCOMPLEX32 else {
-    "bcomplex32": f"torch.bcomplex32 exists from PyTorch 2.14 on; this is torch {torch.__version__}, where "
-                  "jitdtypes serves complex32 only"}
+ABSENT: dict[str, str] = {
+    name: f"torch.{name} exists from PyTorch {dtype_names.FIRST_RELEASE[name]} on; this is torch "
+          f"{torch.__version__}, where jitdtypes serves {', '.join(_PRESENT)} only"
+    for name in dtype_names.COMPLEX if not hasattr(torch, name)}
 # Real 16-bit inputs are targets only for ops that turn real into complex (fft, rfft, stft, complex, polar).
 REAL_TARGETS: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
 

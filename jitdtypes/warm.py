@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import math
+import os
 import re
+import time
 
 from jitdtypes.cache_tools import triton_artifacts
 from jitdtypes.cache_tools.store import KernelStore
@@ -26,6 +29,69 @@ class Summary:
     failed: list = dataclasses.field(default_factory=list)  # (label, error)
 
 
+class ProgressReport:
+    """What warm says while it works, phase by phase (a dtype's kernels, an arch's compilations), with an
+    estimate of the time left from the mean time per step so far. On a terminal one line rewritten in place;
+    elsewhere (a pipe, a log file) a plain line every 1/LINES_PER_PHASE of a phase, so that a log shows
+    progress without a line per kernel."""
+
+    LINES_PER_PHASE = 15
+
+    def __init__(self, stream, terminal: bool, clock=time.monotonic):
+        self.stream, self.terminal, self.clock = stream, terminal, clock
+        self.name, self.unit, self.total, self.every, self.started = "", "", 0, 1, 0.0
+        self.showing = False  # a terminal line to erase before anything else is printed
+
+    def phase(self, name: str, total: int, unit: str = "kernels") -> None:
+        self.name, self.unit, self.total, self.started = name, unit, total, self.clock()
+        self.every = max(1, math.ceil(total / self.LINES_PER_PHASE))
+
+    def step(self, done: int, label: str) -> None:
+        """Called before the next step, `done` steps of the phase being finished."""
+        elapsed = self.clock() - self.started
+        eta = f"ETA {duration(elapsed / done * (self.total - done))}" if done else "ETA -"
+        if self.terminal:
+            self._show(f"[{done + 1}/{self.total} {eta}] {label}")
+        elif done and done % self.every == 0:
+            self._line(f"{done}/{self.total} {self.unit}, {duration(elapsed)} elapsed, {eta}")
+
+    def note(self, text: str) -> None:
+        """A step that is not counted (compiling every launch of an arch at once)."""
+        if self.terminal:
+            self._show(f"{self.name}: {text}")
+        else:
+            self._line(text)
+
+    def close(self) -> None:
+        if self.showing:
+            self.stream.write("\r\033[K")
+            self.stream.flush()
+            self.showing = False
+
+    def _show(self, text: str) -> None:
+        try:
+            width = os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError):
+            width = 80
+        width -= 1  # a line filling the last column wraps on some terminals, and \r then rewrites the wrong one
+        self.stream.write(f"\r\033[K{text[:width]}")
+        self.stream.flush()
+        self.showing = True
+
+    def _line(self, text: str) -> None:
+        print(f"warm {self.name}: {text}", file=self.stream, flush=True)
+
+
+def duration(seconds: float) -> str:
+    """12.3s, 4m05s, 1h02m."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes = round(seconds) // 60
+    if minutes < 60:
+        return f"{minutes}m{round(seconds) % 60:02d}s"
+    return f"{minutes // 60}h{minutes % 60:02d}m"
+
+
 def kernels_to_warm(dtype_names: list[str], ops: set[str] | None) -> list[tuple[str, dict]]:
     wanted = []
     for family in engine.FAMILIES:
@@ -35,11 +101,11 @@ def kernels_to_warm(dtype_names: list[str], ops: set[str] | None) -> list[tuple[
     return wanted
 
 
-def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None, progress=None,
-         arches: list[aot.Arch] | None = None, jobs: int = 1) -> Summary:
-    """progress(done, total, label) is called before each kernel. On CUDA, `arches` (default: none without a
-    GPU, the local one with it) are compiled ahead of time (precompile); with a GPU, the representative calls
-    also run on it."""
+def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None,
+         progress: ProgressReport | None = None, arches: list[aot.Arch] | None = None, jobs: int = 1) -> Summary:
+    """`progress` hears of each phase and of each kernel before it is made. On CUDA, `arches` (default: none
+    without a GPU, the local one with it) are compiled ahead of time (precompile); with a GPU, the
+    representative calls also run on it."""
     import torch
 
     if device_type == "cuda":
@@ -51,10 +117,12 @@ def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None, 
     kernels = kernels_to_warm(dtype_names, ops)
     summary = Summary(total=len(kernels))
     store = KernelStore()
+    if progress:
+        progress.phase(device_type, summary.total)
     for done, (family, params) in enumerate(kernels):
         label = _label(family, params)
         if progress:
-            progress(done, summary.total, label)
+            progress.step(done, label)
         try:
             _, generated = engine.ensure_source(store, family, {**params, "interpret": True}, device_type)
         except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
@@ -69,10 +137,12 @@ def _compile(dtype_names, ops, summary: Summary, progress) -> None:
     """Run each family's representative calls once on the GPU: Triton compiles what they launch."""
     calls = [c for c in selftest.representative_calls("cuda", small=True)
              if not ops or c[2].removeprefix("aten::").split(".")[0] in ops]
+    if progress:
+        progress.phase("cuda", len(calls) * len(dtype_names), unit="representative calls")
     for index, (family, label, overload, build, _) in enumerate(calls):
-        for dtype_name in dtype_names:
+        for position, dtype_name in enumerate(dtype_names):
             if progress:
-                progress(index, len(calls), f"compile {family}/{label} {dtype_name}")
+                progress.step(index * len(dtype_names) + position, f"compile {family}/{label} {dtype_name}")
             try:
                 args, kwargs, _, _ = build(selftest.target_dtypes()[dtype_name])
                 if engine.adapter_for(overload, "cuda")(tuple(args), kwargs) is NotImplemented:
@@ -113,11 +183,13 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
     store = KernelStore()
     for arch in arches:
         planned = []  # (entry, label, launches)
+        if progress:
+            progress.phase(arch.name, len(kernels))
         with aot.recording(arch) as recorded:
             for done, (family, params) in enumerate(kernels):
                 label = f"{arch.name} {_label(family, params)}"
                 if progress:
-                    progress(done, len(kernels), label)
+                    progress.step(done, label)
                 try:
                     entry, generated = engine.ensure_source(store, family, params, "cuda", aot.device_kind(arch))
                     name = re.sub(r"\W", "_", f"{family}_{params['op']}_{entry.key[:16]}")
@@ -135,7 +207,7 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
         # kernels whose text is the same in several entries are one Triton compilation: compiled once
         unique = {launch.key(): launch for _, _, launches in planned for launch in launches}
         if progress:
-            progress(len(kernels) - 1, len(kernels), f"{arch.name}: compiling {len(unique)} launches, {jobs} at once")
+            progress.note(f"compiling {len(unique)} launches, {jobs} at once")
         results = dict(zip(unique, aot.map_launches(_compile_to_files, list(unique.values()), arch, jobs)))
         done_ok = [r for r in results.values() if not isinstance(r, str)]
         summary.compiled += len(done_ok)

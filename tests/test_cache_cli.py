@@ -1,7 +1,9 @@
 """`jitdtypes warm` and `jitdtypes cache ...` through the console script, on a private cache directory."""
 
 import json
+import math
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -40,6 +42,12 @@ def test_warm_generates_then_finds_everything_cached(cache):
     assert summary.startswith(f"warm {names} on cpu: ") and "failed 0" in summary
     total = int(summary.split(": ")[1].split()[0])
     assert f"generated {total}, already cached 0" in summary and total >= 6
+    # piped, progress is a plain line on stderr every ceil(total / 15) kernels
+    progress = [re.fullmatch(r"warm cpu: (\d+)/(\d+) kernels, [\d.]+s elapsed, ETA [\d.]+s", line)
+                for line in first.stderr.splitlines() if line.startswith("warm cpu: ")]
+    every = math.ceil(total / 15)
+    assert progress and all(progress), first.stderr
+    assert [(int(m[1]), int(m[2])) for m in progress] == [(done, total) for done in range(every, total, every)]
     second = _warm(cache).stdout.strip().splitlines()[-1]
     assert f"generated 0, already cached {total}" in second
     bad = jitdtypes_cli(cache, "warm", "--dtype", "complex32", "--ops", "nonsense", check_rc=2)
@@ -69,7 +77,7 @@ def test_info_list_show(cache):
     shown = jitdtypes_cli(cache, "cache", "show", rows[0]["key"][:12]).stdout
     meta = json.loads(shown.split("\n\n", 1)[0])
     assert meta["key"] == rows[0]["key"] and "@triton.jit" in shown and "def run(" in shown
-    jitdtypes_cli(cache, "cache", "show", "ffffffffffff", check_rc=1)
+    jitdtypes_cli(cache, "cache", "show", "ffffffffffff", check_rc=2)
 
 
 def test_clean_by_dtype_age_staleness_and_all(cache):
@@ -149,7 +157,7 @@ def test_info_and_verify_cover_the_compiled_guard(cache):
 
 
 def test_demo_runs(cache):
-    demo = jitdtypes_cli(cache, "demo").stdout
+    demo = jitdtypes_cli(cache, "demo", "--device", "cpu", "--size", "64").stdout
     lines = demo.splitlines()
     assert lines[0].startswith("jitdtypes ") and "demo on cpu" in lines[0]
     assert any("torch.exp(z)" in line and "NotImplementedError" in line and "upcast" in line for line in lines)

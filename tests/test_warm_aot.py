@@ -14,14 +14,16 @@ import pytest
 
 from jitdtypes import aot
 from jitdtypes.cache_tools import inventory, layers
-from tests.conftest import seed_cache
+from tests.conftest import CLI, seed_cache
 from tests.triton_runtime import OPS
 
+RUNTIME = [sys.executable, "-m", "tests.triton_runtime"]
 
-def _run(args, cache, triton_cache, **env):
+
+def _run(command, cache, triton_cache, **env):
     environment = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", layers.ENV_VAR)}
     environment.update(JITDTYPES_CACHE_DIR=str(cache), TRITON_CACHE_DIR=str(triton_cache), **env)
-    run = subprocess.run([sys.executable, *args], capture_output=True, text=True, env=environment, timeout=600)
+    run = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-3000:]
     return run.stdout.strip().splitlines()[-1]
 
@@ -31,10 +33,10 @@ def warmed(tmp_path_factory):
     """(cache warmed for sm_90 without a GPU, the Triton cache it compiled into, its export, the warm summary)."""
     base = tmp_path_factory.mktemp("warm")
     cache, triton_cache = seed_cache(base / "cache"), base / "triton"
-    summary = _run(["-m", "jitdtypes.cli", "warm", "--dtype", "complex32", "--device", "cuda", "--arch", "sm_90",
+    summary = _run([CLI, "warm", "--dtype", "complex32", "--device", "cuda", "--arch", "sm_90",
                     "--ops", ",".join(OPS), "--jobs", "2"], cache, triton_cache)
     archive = base / "warm.tar.gz"
-    _run(["-m", "jitdtypes.cli", "cache", "export", str(archive), "--arch", "sm_90"], cache, triton_cache)
+    _run([CLI, "cache", "export", str(archive), "--arch", "sm_90"], cache, triton_cache)
     return cache, triton_cache, archive, summary
 
 
@@ -58,7 +60,7 @@ def test_aot_cache_key_equals_the_runtime_paths(tmp_path):
     """Per launch, the Triton cache directory (base32 of sha256 of Triton's cache key) that triton.compile picks
     for the AOT path's recorded launch and for JITFunction.run's own launch of the same call."""
     cache = seed_cache(tmp_path / "cache")
-    result = json.loads(_run(["-m", "tests.triton_runtime", "keys", str(tmp_path / "runtime-triton")], cache,
+    result = json.loads(_run([*RUNTIME, "keys", str(tmp_path / "runtime-triton")], cache,
                              tmp_path / "aot-triton"))
     assert result["runtime"] and set(result["runtime"]) == set(result["aot"])
 
@@ -66,8 +68,8 @@ def test_aot_cache_key_equals_the_runtime_paths(tmp_path):
 def test_a_program_against_an_imported_cache_compiles_nothing(warmed, tmp_path):
     _, _, archive, _ = warmed
     cache, triton_cache = seed_cache(tmp_path / "cache"), tmp_path / "empty-triton"
-    _run(["-m", "jitdtypes.cli", "cache", "import", str(archive)], cache, triton_cache)
-    result = json.loads(_run(["-m", "tests.triton_runtime", "program"], cache, triton_cache))
+    _run([CLI, "cache", "import", str(archive)], cache, triton_cache)
+    result = json.loads(_run([*RUNTIME, "program"], cache, triton_cache))
     assert result["compiled"] == 0 and result["cache_hits"] >= 4
     assert result["engine"].get("generated", 0) == 0 and result["engine"]["triton_entries_installed"] >= 1
 
@@ -75,11 +77,11 @@ def test_a_program_against_an_imported_cache_compiles_nothing(warmed, tmp_path):
 def test_a_program_against_a_shared_layer_compiles_nothing(warmed, tmp_path):
     _, _, archive, _ = warmed
     layer, triton_cache = seed_cache(tmp_path / "layer"), tmp_path / "empty-triton"
-    _run(["-m", "jitdtypes.cli", "cache", "import", str(archive)], layer, triton_cache)
+    _run([CLI, "cache", "import", str(archive)], layer, triton_cache)
     for path in [layer, *layer.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)  # shared read-only, as an admin would
     cache = seed_cache(tmp_path / "cache")
-    result = json.loads(_run(["-m", "tests.triton_runtime", "program"], cache, triton_cache,
+    result = json.loads(_run([*RUNTIME, "program"], cache, triton_cache,
                              **{layers.ENV_VAR: str(layer)}))
     assert result["compiled"] == 0 and result["cache_hits"] >= 4
     assert result["engine"]["read_from_layer"] == 4 and result["engine"].get("generated", 0) == 0
@@ -89,5 +91,5 @@ def test_a_program_against_a_shared_layer_compiles_nothing(warmed, tmp_path):
 def test_the_same_program_against_an_empty_cache_compiles(tmp_path):
     """The counter above can fail: without a warm cache, the same calls compile."""
     cache = seed_cache(tmp_path / "cache")
-    result = json.loads(_run(["-m", "tests.triton_runtime", "program"], cache, tmp_path / "empty-triton"))
+    result = json.loads(_run([*RUNTIME, "program"], cache, tmp_path / "empty-triton"))
     assert result["compiled"] >= 3 and result["engine"]["generated"] == 4

@@ -1,0 +1,205 @@
+"""`jitdtypes cache info/list/show/clean/verify/export/import`: the cache, without installing the overrides."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import string
+import sys
+import time
+from pathlib import Path
+
+from . import UsageError
+from .commands import arches_named, print_table
+
+
+def _when(timestamp) -> str:
+    if not timestamp:
+        return "-"
+    return datetime.datetime.fromtimestamp(float(timestamp)).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def info(args) -> int:
+    from jitdtypes.cache_tools import inventory
+
+    report = inventory.info()
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"directory  {report['dir']}")
+    print(f"kernels    {report['entries']} entries, {report['kernel_bytes']:,} bytes"
+          + (f", {report['damaged']} damaged (jitdtypes cache verify)" if report["damaged"] else ""))
+    for version in report["versions"]:
+        print(f"           torch {version['torch']} / triton {version['triton']} / jitdtypes "
+              f"{version['jitdtypes']}: {version['entries']} entries")
+    for found in report["discovery"]:
+        print(f"discovery  {found.get('device_type')} torch {found.get('torch')}: {found.get('overrides')} overrides "
+              f"({found['bytes']:,} bytes)")
+    active = _active_guard()
+    for guard in report["guard"]:
+        status = guard["problem"] or ("loaded by this torch build" if guard["key"] == active else "another build")
+        print(f"guard      {guard['key']} torch {guard['torch']}, {guard['compiler']}: {guard['bytes']:,} bytes "
+              f"({status})")
+    for failure in report["guard_failures"]:
+        status = ("this torch build uses the Python guard; `jitdtypes warm` or `jitdtypes cache clean --stale` "
+                  "retries" if failure["key"] == active else "another build")
+        print(f"guard      {failure['key']} torch {failure['torch']}, {failure['compiler']}: build failed "
+              f"{_when(failure['created'])}: {failure['error'] or failure['problem']} ({status})")
+    if active is None:
+        print("guard      the Python guard is used: JITDTYPES_GUARD=python")
+    elif not report["guard"] and not report["guard_failures"]:
+        print("guard      no compiled guard built yet (the Python guard is used until one is)")
+    print(f"total      {report['bytes']:,} bytes")
+    return 0
+
+
+def _active_guard() -> str | None:
+    """The compiled-guard key this torch build would load (None if the Python guard is forced)."""
+    from jitdtypes import native_guard
+    from jitdtypes.native_guard import build
+
+    return None if native_guard.requested() == native_guard.PYTHON else build.key()
+
+
+def listing(args) -> int:
+    from jitdtypes.cache_tools import inventory
+
+    rows = [r.row() for r in inventory.scan()]
+    if args.dtype:
+        rows = [r for r in rows if r["dtype"] == args.dtype]
+    if args.op:
+        rows = [r for r in rows if r["op"] == args.op]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    table = [{**r, "key": r["key"][:16], "last_used": _when(r["last_used"]), "status": r["problem"] or "ok"}
+             for r in rows]
+    print_table(table, ["key", "family", "op", "dtype", "layout", "device", "bytes", "last_used", "status"])
+    print(f"{len(rows)} entries")
+    return 0
+
+
+def show(args) -> int:
+    from jitdtypes.cache_tools import inventory
+
+    prefix = args.key.lower()
+    if not prefix or set(prefix) - set(string.hexdigits.lower()):
+        raise UsageError(f"not a key: {args.key!r} (keys are hex digits; `jitdtypes cache list` shows them)")
+    matches = [r for r in inventory.scan() if r.key.startswith(prefix)]
+    if not matches:
+        raise UsageError(f"no entry's key starts with {prefix!r} (`jitdtypes cache list` shows them)")
+    if len(matches) > 1:
+        shown = ", ".join(r.key[:16] for r in matches[:3]) + (", ..." if len(matches) > 3 else "")
+        raise UsageError(f"{len(matches)} entries' keys start with {prefix!r} ({shown}): give more digits")
+    record = matches[0]
+    print(json.dumps({**record.meta, "path": str(record.directory), "problem": record.problem}, indent=1))
+    print()
+    try:
+        print(record.row()["path"] and (record.directory / "kernel.py").read_text())
+    except OSError as exc:
+        print(f"(source unreadable: {exc})")
+    return 0 if record.problem is None else 1
+
+
+def clean(args) -> int:
+    if not (args.all or args.older_than is not None or args.dtype is not None or args.stale):
+        raise UsageError("say what to remove: --all, --older-than AGE, --dtype D or --stale")
+    from jitdtypes import discovery
+    from jitdtypes.cache_tools import inventory
+    from jitdtypes.native_guard import build
+
+    current = {str(discovery.cache_path(device)) for device in ("cpu", "cuda")}
+    removed = inventory.clean(everything=args.all, older_than_s=args.older_than, dtype=args.dtype,
+                              stale_for=_current_versions() if args.stale else None, current_discovery=current,
+                              current_guard=build.key(), dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for item in removed:
+        label = f"{item['op']} {item['dtype'] or ''}".strip()
+        print(f"{verb} {item['path']} ({label}; {item['reason']}; {item['bytes']:,} bytes)")
+    print(f"{verb} {len(removed)} entries, {sum(i['bytes'] for i in removed):,} bytes"
+          + (" freed" if not args.dry_run else ""))
+    return 0
+
+
+def _current_versions() -> dict:
+    import torch
+    import triton
+
+    from jitdtypes import __version__
+
+    return {"torch": torch.__version__, "triton": triton.__version__, "jitdtypes": __version__}
+
+
+def verify(args) -> int:
+    from jitdtypes.cache_tools import inventory
+
+    damaged = inventory.verify(fix=args.fix)
+    total = len(inventory.scan()) + len(inventory.guard_entries()) + (len(damaged) if args.fix else 0)
+    for item in damaged:
+        print(f"{'removed' if args.fix else 'damaged'} {item['path']}: {item['problem']}")
+    print(f"{total} entries checked, {len(damaged)} damaged" + (", removed (they regenerate on next use)"
+                                                                   if args.fix and damaged else ""))
+    return 1 if damaged and not args.fix else 0
+
+
+def export(args) -> int:
+    archive: Path = args.file
+    if archive.is_dir():
+        raise UsageError(f"{archive}: a directory; name the archive to write, e.g. {archive / 'cache.tar.gz'}")
+    if not archive.parent.exists():
+        raise UsageError(f"{archive.parent}: no such directory")
+    if not archive.parent.is_dir():
+        raise UsageError(f"{archive.parent}: not a directory")
+    from jitdtypes import aot
+    from jitdtypes.cache_tools import transfer
+
+    arches = arches_named(args.arch)
+    devices = {aot.device_kind(arch) for arch in arches} if arches else None
+    started = time.perf_counter()
+    try:
+        report = transfer.export(archive, dtype=args.dtype, devices=devices, discovery_records=_usable_discovery())
+    except OSError as exc:
+        if exc.filename != str(archive):
+            raise
+        print(f"jitdtypes cache export: cannot write {archive}: {exc.strerror}", file=sys.stderr)
+        return 1
+    print(f"exported {report['entries']} entries ({report['files']} files, {report['bytes']:,} bytes) and "
+          f"{report['discovery']} discovery results to {archive}: {report['archive_bytes']:,} bytes "
+          f"[{time.perf_counter() - started:.1f} s]")
+    if not report["entries"]:
+        print("jitdtypes cache export: no intact kernel entry matched (`jitdtypes cache list` shows them)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _usable_discovery() -> list[Path]:
+    """The cached discovery results this torch build and jitdtypes would load: what a node like this one needs."""
+    from jitdtypes import discovery
+    from jitdtypes.cache_tools import inventory
+
+    return [Path(found["path"]) for found in inventory.discovery_files()
+            if discovery.check(Path(found["path"]))[0] is not None]
+
+
+def import_archive(args) -> int:
+    archive: Path = args.file
+    if not archive.exists():
+        raise UsageError(f"{archive}: no such file")
+    if archive.is_dir():
+        raise UsageError(f"{archive}: a directory, not an archive `jitdtypes cache export` wrote")
+    from jitdtypes import discovery
+    from jitdtypes.cache_tools import locations, transfer
+
+    started = time.perf_counter()
+    try:
+        report = transfer.import_archive(archive, discovery_refusal=lambda path: discovery.check(path)[1])
+    except transfer.ArchiveRefused as exc:
+        print(f"jitdtypes cache import: refused, nothing installed: {exc}", file=sys.stderr)
+        return 1
+    print(f"imported {report['entries']} entries into {locations.cache_root()}: installed {report['installed']}, "
+          f"already present {report['kept']}; discovery results installed {report['discovery_installed']}"
+          f" [{time.perf_counter() - started:.1f} s]")
+    for name, reason in report["discovery_skipped"].items():
+        print(f"  discovery result {name} not installed: {reason}")
+    return 0
