@@ -15,10 +15,12 @@ import sys
 
 import torch
 
-from . import __version__, discovery, dtypes, engine, entry_points, path_record, probe, registrar, schema
+from . import __version__, discovery, dtypes, engine, entry_points, path_record, schema
+from .findings import PARTIAL
+from .routing import registrar
 
 CRASHED, COMPOSITE, NO_VERDICT = "crashed", "composite", "-"
-CELLS = (path_record.NATIVE, COMPOSITE, probe.PARTIAL, path_record.UPCAST, path_record.TEMPLATE, CRASHED)
+CELLS = (path_record.NATIVE, COMPOSITE, PARTIAL, path_record.UPCAST, path_record.TEMPLATE, CRASHED)
 
 # (group, heading); an overload falls in the group `group_of` picks, by the first rule that takes it
 GROUPS = (
@@ -89,7 +91,7 @@ def cells(found: discovery.Discovery) -> dict[tuple[str, str], str]:
     for finding in found.findings:  # after `supported`: what is overridden is routed
         for dtype, support in finding.status.items():
             table[finding.overload, dtype] = (
-                probe.PARTIAL if support == probe.PARTIAL
+                PARTIAL if support == PARTIAL
                 else registrar.planned_path(finding.overload, found.device_type, support))
     for name in found.crashed:
         table.update(((name, dtypes.NAMES[d]), CRASHED) for d in dtypes.COMPLEX_TARGETS)
@@ -193,8 +195,8 @@ def render(found_by_device: dict[str, discovery.Discovery]) -> str:
             "Not in the tables (nor in `jitdtypes ops`): overloads jitdtypes guards on every device although probing "
             "finds PyTorch's kernel working or does not probe them, for "
             + " and ".join(dtypes.NAMES[d] for d in dtypes.COMPLEX_TARGETS) + ":", ""]
-    for name, support, compiled_only in registrar._GUARDED_BEYOND_PROBING:
-        cell = probe.PARTIAL if support == probe.PARTIAL else path_record.UPCAST
+    for name, support, compiled_only in registrar.GUARDED_BEYOND_PROBING:
+        cell = PARTIAL if support == PARTIAL else path_record.UPCAST
         out.append(f"- `{name}`: `{cell}`" + (" (under the compiled guard only)" if compiled_only else ""))
     handled_by_entry_point = {name: handled for name, _, _, handled in entry_points.entries(devices)}
     for name, handled in handled_by_entry_point.items():

@@ -9,7 +9,7 @@ import torch
 
 import jitdtypes
 from jitdtypes import discovery, ops_report, probe, schema
-from jitdtypes.findings import Finding
+from jitdtypes.findings import MISSING, PARTIAL, SUPPORTED, Finding
 
 OPS_MD = Path(__file__).resolve().parent.parent / "docs" / "OPS.md"
 GENERATED_ON = re.compile(r"^Generated on torch `([^`]+)` .*CPU backend `([^`]+)`, from discovery on ([a-z, ]+) \(",
@@ -111,7 +111,7 @@ def test_rows_are_what_discovery_found_and_every_template_overload(default_cpu_b
     cells = ops_report.cells(found)
     for finding in found.findings:
         for dtype, support in finding.status.items():
-            assert cells[finding.overload, dtype] == ("partial" if support == probe.PARTIAL else "upcast")
+            assert cells[finding.overload, dtype] == ("partial" if support == PARTIAL else "upcast")
     for dtype, names in found.supported.items():
         overridden = {f.overload for f in found.findings if dtype in f.status}
         assert all(cells[name, dtype] == "native" for name in names if name not in overridden)
@@ -132,7 +132,7 @@ def test_composite_cells_fail_in_plain_pytorch_and_work_with_jitdtypes(default_c
 
     def supported(name, dtypes):
         outcome = probe.probe(schema.overload(name))
-        return outcome is not None and all(outcome.status.get(d) == probe.SUPPORTED for d in dtypes)
+        return outcome is not None and all(outcome.status.get(d) == SUPPORTED for d in dtypes)
 
     assert [name for name, wanted in composite.items() if not supported(name, wanted)] == []
     with jitdtypes.disabled():
@@ -141,11 +141,11 @@ def test_composite_cells_fail_in_plain_pytorch_and_work_with_jitdtypes(default_c
 
 def test_cuda_columns_come_only_from_cuda_discovery(default_cpu_backend):
     complex32 = "complex32"
-    cpu = discovery.Discovery("cpu", [Finding("aten::exp", "backend", {complex32: probe.MISSING}, {})], {})
+    cpu = discovery.Discovery("cpu", [Finding("aten::exp", "backend", {complex32: MISSING}, {})], {})
     cuda = discovery.Discovery("cuda", [
-        Finding("aten::exp", "backend", {complex32: probe.MISSING}, {}),
-        Finding("aten::linalg_inv_ex", "backend", {complex32: probe.MISSING}, {}),
-        Finding("aten::cumsum", "backend", {complex32: probe.PARTIAL}, {}),
+        Finding("aten::exp", "backend", {complex32: MISSING}, {}),
+        Finding("aten::linalg_inv_ex", "backend", {complex32: MISSING}, {}),
+        Finding("aten::cumsum", "backend", {complex32: PARTIAL}, {}),
     ], {complex32: ["aten::sin"]}, crashed={"aten::cos": "killed after 60 s"})
     both = ops_report.render({"cpu": cpu, "cuda": cuda})
     rows = _op_rows(both)

@@ -1,8 +1,8 @@
 """The compiled dispatch guard (guard.cpp), loaded with ctypes.
 
 For one (overload, dispatch key): `capture` PyTorch's kernel, register the Python guard there
-(routing/registrar.py), then `GuardLibrary.guard` puts the C++ guard over it. Calls whose arguments involve no target dtype never
-leave C++; the rest reach the router, except the common routed call of a registration that allows it, which
+(routing/registrar.py), then `GuardLibrary.guard` puts the C++ guard over it. Calls whose arguments involve no
+target dtype never leave C++; the rest reach the router, except the common routed call of a registration that allows it, which
 typed guards upcast in C++ (upcast.h) while `allow_cpp_upcast` and `set_cpp_upcast` agree. Closing the
 library removes every guard it registered.
 """

@@ -37,7 +37,7 @@ _refresh_cpp_upcast()
 
 # Overloads guarded although probing finds PyTorch's kernel working for the 16-bit complex dtypes:
 # (overload, their support, only under the compiled guard).
-_GUARDED_BEYOND_PROBING = (
+GUARDED_BEYOND_PROBING = (
     # PyTorch copies 16-bit complex tensors itself, except a lazily conjugated bcomplex32 source; copy_ runs
     # under every .to() and clone(), so only where other dtypes never leave C++
     ("aten::copy_", PARTIAL, True),
@@ -158,7 +158,7 @@ def _beyond_probing(findings: list[Finding], device_type: str, compiled: bool) -
     known = {f.overload for f in findings}
     return [
         Finding(name, kernel_level(name, device_type), {dtypes.NAMES[d]: support for d in dtypes.COMPLEX_TARGETS}, {})
-        for name, support, compiled_only in _GUARDED_BEYOND_PROBING
+        for name, support, compiled_only in GUARDED_BEYOND_PROBING
         if name not in known and (compiled or not compiled_only)
     ]
 
