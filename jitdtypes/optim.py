@@ -49,6 +49,13 @@ class MasterWeights(torch.optim.Optimizer):
             _copy_hyperparameters(inner, group)  # the defaults the optimizer filled in
         self.state = _StateOfParameters(self)
 
+    # Optimizer's own pair keeps only defaults, state and param_groups: a copy would lose the master weights.
+    def __getstate__(self) -> dict:
+        return self.__dict__.copy()
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
     def add_param_group(self, param_group: dict) -> None:
         super().add_param_group(param_group)
         if self.optimizer is not None:  # (during __init__ the optimizer is built from every group at once)
@@ -139,15 +146,16 @@ class MasterWeights(torch.optim.Optimizer):
             replaced = hook(self, state_dict)
             state_dict = state_dict if replaced is None else replaced
         saved_masters = state_dict.pop(MASTER_WEIGHTS, {})
+        params = [p for group in self.param_groups for p in group["params"]]
+        for index in saved_masters:
+            if params[index] not in self._master_of:
+                raise ValueError(f"the state_dict has a master weight for parameter {index}, which is "
+                                 f"{params[index].dtype} here")
         self.optimizer.load_state_dict(state_dict)  # casts the state to the master weights' dtypes
         for group, inner in zip(self.param_groups, self.optimizer.param_groups):
             _copy_hyperparameters(inner, group)
-        params = [p for group in self.param_groups for p in group["params"]]
         with torch.no_grad():
             for index, saved in saved_masters.items():
-                if params[index] not in self._master_of:
-                    raise ValueError(f"the state_dict has a master weight for parameter {index}, a "
-                                     f"{params[index].dtype} parameter here")
                 self._master_of[params[index]].copy_(saved)
         for hook in self._optimizer_load_state_dict_post_hooks.values():
             hook(self)

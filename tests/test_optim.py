@@ -6,6 +6,7 @@ exactly what the optimizer computes on complex64 copies of the parameters given 
 AdamW and SGD with momentum, with param groups, add_param_group, a scheduler, zero_grad, closures, changed
 parameters and a state_dict round trip."""
 
+import copy
 import io
 import math
 import warnings
@@ -60,6 +61,14 @@ def test_plain_adam_on_complex32_gives_nan():
     layer, losses = train(torch.complex32, lambda params: torch.optim.Adam(params, lr=1e-2), steps=3)
     assert math.isfinite(losses[0]) and math.isnan(losses[1])
     assert layer.weight.isnan().any()
+
+
+@pytest.mark.skipif(dtypes.BCOMPLEX32 is None, reason="this torch has no bcomplex32")
+def test_plain_adam_on_bcomplex32_stalls():
+    """bfloat16 parts keep float32's range but 8 bits: updates below 1/256 of a weight round away."""
+    _, losses = train(dtypes.BCOMPLEX32, lambda params: torch.optim.Adam(params, lr=1e-2))
+    _, reference = train(torch.complex64, lambda params: torch.optim.Adam(params, lr=1e-2))
+    assert losses[-1] > 1.03 * reference[-1], (losses[-1], reference[-1])
 
 
 @pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
@@ -253,3 +262,31 @@ def test_closures_see_the_current_master_weights_rounded():
         results[dtype] = mean_squared_error(layer, x, y).item()
         assert losses[-1] < losses[0] / 20
     assert abs(results[torch.complex32] - results[torch.complex64]) <= 0.02 * results[torch.complex64], results
+
+
+def test_a_state_dict_whose_master_weight_meets_a_32_bit_parameter_is_refused_before_loading():
+    shadowed = Shadowed(torch.complex32, torch.optim.Adam, {"lr": 1e-2})
+    shadowed.step()
+    saved = shadowed.optimizer.state_dict()
+    saved[MASTER_WEIGHTS] = {3: saved[MASTER_WEIGHTS][0]}  # parameter 3 is the float32 shift
+    before = copy.deepcopy(shadowed.optimizer.optimizer.state_dict())
+    with pytest.raises(ValueError, match="master weight for parameter 3, which is torch.float32 here"):
+        shadowed.optimizer.load_state_dict(saved)
+    after = shadowed.optimizer.optimizer.state_dict()
+    assert all(torch.equal(after["state"][i][k], v) for i, s in before["state"].items() for k, v in s.items())
+
+
+def test_a_deep_copy_carries_on_as_the_original():
+    shadowed = Shadowed(torch.complex32, torch.optim.Adam, {"lr": 1e-2})
+    shadowed.step()
+    original = shadowed.optimizer
+    twin = copy.deepcopy(original)
+    twin_parameters = [p for group in twin.param_groups for p in group["params"]]
+    assert not any(p is q for p in twin_parameters for q in shadowed.parameters)
+    for optimizer, parameters in ((original, shadowed.parameters), (twin, twin_parameters)):
+        for p, q in zip(parameters, shadowed.parameters):
+            p.grad = torch.ones_like(q)
+        optimizer.step()
+    for a, b in zip(updated_tensors(original).values(), updated_tensors(twin).values()):
+        assert torch.equal(a, b)
+    assert all(torch.equal(p, q) for p, q in zip(shadowed.parameters, twin_parameters))
