@@ -123,8 +123,8 @@ class Shadowed:
         self.optimizer.zero_grad()
         loss = self.loss()
         loss.backward()
-        for param, copy in zip(self.parameters, self.copies):
-            copy.grad = param.grad.to(copy.dtype)
+        for param, wide in zip(self.parameters, self.copies):
+            wide.grad = param.grad.to(wide.dtype)
         self.optimizer.step()
         self.reference.step()
         self.check()
@@ -133,9 +133,9 @@ class Shadowed:
     def check(self):
         updated = updated_tensors(self.optimizer)
         assert updated[self.shift] is self.shift
-        for param, copy in zip(self.parameters, self.copies):
-            assert torch.equal(updated[param], copy.detach())
-            assert torch.equal(param, copy.detach().to(param.dtype))
+        for param, wide in zip(self.parameters, self.copies):
+            assert torch.equal(updated[param], wide.detach())
+            assert torch.equal(param, wide.detach().to(param.dtype))
         assert [p.dtype for p in self.parameters] == [self.weight.dtype] * 2 + [torch.float16, torch.float32]
 
 
