@@ -1,7 +1,10 @@
 """PyTorch's "... support is experimental" warning is filtered by its exact message while jitdtypes is enabled,
-and comes back with disable(). PyTorch warns once per process, hence one child process per case."""
+and comes back with disable(); Inductor's "does not support code generation for complex operators" is not
+raised for 16-bit complex graphs while enabled, and is for complex64 ones. PyTorch warns once per process,
+hence child processes."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -67,12 +70,11 @@ def test_disable_and_enable_remove_and_restore_the_filter():
 INDUCTOR_COMPLEX = ("Torchinductor does not support code generation for complex operators. Performance may be "
                     "worse than eager.")
 
-# Compiles each case on a cold Inductor cache (the warning comes from code generation) and prints the Inductor
-# warnings each raised. Inductor warns once per process, so the 16-bit cases run first: had they spent the
-# warning, the complex64 case after them would be silent.
+# Compiles each case, on the cold Inductor cache the parent gives it (the warning comes from code generation),
+# and prints the Inductor warnings each raised. Inductor warns once per process, so the 16-bit cases run first:
+# had they spent the warning, the complex64 case after them would be silent.
 INDUCTOR_CHILD = textwrap.dedent("""
-    import json, os, sys, tempfile, warnings
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp()
+    import json, sys, warnings
     import torch
     import jitdtypes
     if sys.argv[1] == "disabled":
@@ -106,24 +108,24 @@ INDUCTOR_CHILD = textwrap.dedent("""
 """)
 
 
-def _inductor_warnings(state: str, *cases: str) -> dict:
+def _inductor_warnings(cold_cache, state: str, *cases: str) -> dict:
     ran = subprocess.run([sys.executable, "-c", INDUCTOR_CHILD, state, *cases], capture_output=True, text=True,
-                         timeout=900)
+                         timeout=900, env={**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cold_cache)})
     assert ran.returncode == 0, ran.stderr
     return json.loads(ran.stdout.splitlines()[-1])
 
 
-def test_inductor_complex_warning_is_skipped_for_16_bit_graphs_only():
+def test_inductor_complex_warning_is_skipped_for_16_bit_graphs_only(tmp_path):
     sixteen_bit = [f"{case}:{jitdtypes.dtypes.NAMES[d]}" for d in jitdtypes.dtypes.COMPLEX_TARGETS
                    for case in ("chain", "solve")]
-    seen = _inductor_warnings("enabled", *sixteen_bit, "chain:complex64")
+    seen = _inductor_warnings(tmp_path, "enabled", *sixteen_bit, "chain:complex64")
     assert seen == {**{case: [] for case in sixteen_bit}, "chain:complex64": [INDUCTOR_COMPLEX],
                     "inductor's own check": False}
 
 
-def test_inductor_complex_warning_is_back_after_disable():
+def test_inductor_complex_warning_is_back_after_disable(tmp_path):
     # Plain PyTorch runs complex32 multiplication and addition (and Inductor leaves them to it, with the warning).
-    seen = _inductor_warnings("disabled", "plain-mul-add:complex32")
+    seen = _inductor_warnings(tmp_path, "disabled", "plain-mul-add:complex32")
     assert seen == {"plain-mul-add:complex32": [INDUCTOR_COMPLEX], "inductor's own check": True}
 
 
