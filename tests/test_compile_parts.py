@@ -201,9 +201,10 @@ def test_fft_ops_forward_and_backward_match_complex64(dtype):
 
 def test_remove_restores_what_install_changed():
     from torch._inductor import decomposition as inductor
-    from torch._inductor import lowering  # noqa: F401 - loaded: install() adds its entries right away
+    from torch._inductor import lowering  # loaded: install() adds its entries right away
 
     before = dict(inductor.decompositions)
+    complex_check = lowering.unsupported_input_tensor
     fft_meta = torch.ops.aten._fft_c2r.default.py_kernels.get(torch._C.DispatchKey.Meta)
     tag = torch.compiler.config.cache_key_tag
     installation = compile_path.install(_findings())  # a second one, on top of the session's
@@ -211,8 +212,10 @@ def test_remove_restores_what_install_changed():
         assert {op for _, op, _ in installation.replaced} == set(decompositions.TABLE)
         assert inductor.decompositions[torch.ops.aten.exp.default] is not before[torch.ops.aten.exp.default]
         assert torch.ops.aten._fft_c2r.default.py_kernels[torch._C.DispatchKey.Meta] is not fft_meta
+        assert lowering.unsupported_input_tensor is not complex_check
     finally:
         installation.remove()
+    assert lowering.unsupported_input_tensor is complex_check
     assert inductor.decompositions.keys() == before.keys()
     assert all(inductor.decompositions[op] is entry for op, entry in before.items())
     assert torch.ops.aten._fft_c2r.default.py_kernels.get(torch._C.DispatchKey.Meta) is fft_meta

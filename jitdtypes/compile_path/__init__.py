@@ -10,11 +10,14 @@
 3. jitdtypes' own modules on Dynamo's skip list. Its kernels are Python functions the dispatcher calls; when
    that happens in the eager parts of a compiled function (an optimizer step, code after a graph break)
    Dynamo would otherwise try to compile them (a complex32 Adam step then failed with RecursionError).
-4. A tag in torch.compiler.config.cache_key_tag: Inductor's and AOTAutograd's on-disk caches key on the
+4. Inductor's check that warns "does not support code generation for complex operators" skipped for the
+   16-bit complex tensors this path handles (read as words, constants, linear algebra:
+   `torch_warnings.skip_complex_check`), where the warning is false; kept for every other complex tensor.
+5. A tag in torch.compiler.config.cache_key_tag: Inductor's and AOTAutograd's on-disk caches key on the
    Dynamo graph, which is the same with and without these decompositions, so entries made without them (or
    by another version of them) must not be reused.
 
-Importing Inductor or Dynamo costs about a second each, so 2 and 3 happen when torch._inductor.lowering and
+Importing Inductor or Dynamo costs about a second each, so 2, 3 and 4 happen when torch._inductor.lowering and
 torch._dynamo.trace_rules are first imported (by the first torch.compile), or right away if they already are.
 Why this mechanism, and the measurements behind it: docs/COMPILE.md.
 """
@@ -57,8 +60,22 @@ class Installation:
         self.replaced: list[tuple[dict, object, object]] = []  # (table, overload, previous entry or None)
         self.skipped_dirs: list[str] = []  # added to Dynamo's SKIP_DIRS
         self.import_hooks: list[_AfterImport] = []
+        self.restore_complex_check = None  # puts back Inductor's unsupported_input_tensor
         self.cache_tag: str | None = None
         self.previous_cache_tag: str | None = None
+
+    def install_into_inductor(self) -> None:
+        self.install_decompositions()
+        self.skip_complex_check()
+
+    def skip_complex_check(self) -> None:
+        from torch._inductor import lowering
+
+        from .. import torch_warnings
+
+        with _lock:
+            if self.restore_complex_check is None:
+                self.restore_complex_check = torch_warnings.skip_complex_check(lowering)
 
     def install_decompositions(self) -> None:
         from torch._inductor import decomposition as inductor, lowering
@@ -111,6 +128,9 @@ class Installation:
                 else:
                     table[overload] = previous
             self.replaced.clear()
+            if self.restore_complex_check is not None:
+                self.restore_complex_check()
+                self.restore_complex_check = None
             if self.skipped_dirs:
                 from torch._dynamo import trace_rules
 
@@ -137,7 +157,7 @@ def install(findings_by_device: dict) -> Installation:
             installation.previous_cache_tag = config.cache_key_tag
             installation.cache_tag = "+".join(t for t in (config.cache_key_tag, cache_tag()) if t)
             config.cache_key_tag = installation.cache_tag
-        for module, step in ((_INDUCTOR_LOWERING, installation.install_decompositions),
+        for module, step in ((_INDUCTOR_LOWERING, installation.install_into_inductor),
                              (_DYNAMO_TRACE_RULES, installation.skip_own_frames)):
             if module in sys.modules:
                 step()
