@@ -68,9 +68,9 @@ def test_the_discovery_key_follows_every_module_discovery_runs(copied_tree):
     for module in ("jitdtypes.routing.router", "jitdtypes.routing.sources", "jitdtypes.wrapped_numbers",
                    "jitdtypes.upcast", "jitdtypes.probe_runner"):
         assert module in closure
-    assert "jitdtypes.cli" not in closure and "jitdtypes.compile_path.planar" not in closure
+    assert "jitdtypes.cli.parser" not in closure and "jitdtypes.compile_path.planar" not in closure
     before = discovery.build_key()
-    _append(copied_tree["jitdtypes"] / "cli.py", "# an edit")
+    _append(copied_tree["jitdtypes"] / "cli" / "parser.py", "# an edit")
     source_digest.of.cache_clear()
     assert discovery.build_key() == before
     _append(copied_tree["jitdtypes"] / "routing" / "router.py", "# an edit")
