@@ -42,7 +42,7 @@ MAX_WORKERS = 8  # child processes per device; each holds torch (and a CUDA cont
 PROGRESS_EVERY_S = 10.0
 # JITDTYPES_DISCOVERY: which devices an import may probe when their results are not cached.
 ENV = "JITDTYPES_DISCOVERY"
-MODES = ("auto", "skip-cuda", "cached")
+MODES = ("auto", "skip-cuda", "cached", "probe")  # probe: as auto, the shipped results aside
 # Results that ship inside the package, for the torch builds CI tests on CPU (CI_TORCH_BUILDS), so that a user
 # on one of them probes nothing on CPU: used only when `check` accepts them, i.e. made by this very code. They
 # are regenerated with the code, per CI torch build, on a CPU machine (`ship`):
@@ -136,10 +136,11 @@ def summary(found: Discovery) -> str:
 
 def probed_at_import(device_types: list[str]) -> list[str]:
     """The devices an import may probe (JITDTYPES_DISCOVERY); the others use cached results or get none."""
-    mode = os.environ.get(ENV, "").strip() or "auto"
+    mode = _mode()
     if mode not in MODES:
         raise ValueError(f"{ENV}={mode!r}: expected one of {', '.join(MODES)}")
-    return {"auto": list(device_types), "skip-cuda": [d for d in device_types if d != "cuda"], "cached": []}[mode]
+    return {"auto": list(device_types), "skip-cuda": [d for d in device_types if d != "cuda"], "cached": [],
+            "probe": list(device_types)}[mode]
 
 
 def load_or_discover_all(device_types: list[str], may_probe: list[str] | None = None,
@@ -182,10 +183,15 @@ def load_or_discover(device_type: str, devices_at_once: int = 1) -> Discovery:
         return discover(device_type, workers=workers)
 
 
+def _mode() -> str:
+    return os.environ.get(ENV, "").strip() or "auto"
+
+
 def stored(device_type: str) -> Discovery | None:
-    """This build's result without probing: from the cache, a read-only cache layer, or the package."""
+    """This build's result without probing: from the cache, a read-only cache layer, or the package (unless
+    JITDTYPES_DISCOVERY=probe: this machine's own verdicts are wanted)."""
     path = cache_path(device_type)
-    return load(path) or _from_layers(path) or _shipped(device_type)
+    return load(path) or _from_layers(path) or (_shipped(device_type) if _mode() != "probe" else None)
 
 
 def shipped_path(device_type: str = "cpu") -> Path:

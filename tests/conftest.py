@@ -15,6 +15,10 @@ if not torch.cuda.is_available():
 # Tests never touch the user's cache: the session gets its own, unless one is given.
 if not os.environ.get("JITDTYPES_CACHE_DIR"):
     os.environ["JITDTYPES_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), "jitdtypes-test-cache")
+# The session probes (and builds the compiled guard meanwhile) rather than read the results shipped for CI's torch
+# builds: its cache then holds the results other tests seed their caches with, and tests of a first import see
+# one; tests/test_shipped_discovery.py checks the shipped results against these.
+os.environ.setdefault("JITDTYPES_DISCOVERY", "probe")
 
 import jitdtypes  # noqa: E402 - after the environment above; runs (or loads) discovery once per session
 from jitdtypes import native_guard  # noqa: E402

@@ -96,9 +96,9 @@ def test_jitdtypes_discovery_says_which_devices_an_import_may_probe(monkeypatch)
 def test_a_device_not_probed_and_not_cached_gets_no_overrides(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv(discovery.ENV, "cached")
-    found = discovery.load_or_discover_all(["cpu"], may_probe=[])
-    assert found["cpu"].findings == [] and found["cpu"].stats == {"skipped": True}
-    assert "no cached discovery results for cpu" in caplog.text
+    found = discovery.load_or_discover_all(["cuda"], may_probe=[])  # no results ship for CUDA
+    assert found["cuda"].findings == [] and found["cuda"].stats == {"skipped": True}
+    assert "no cached discovery results for cuda" in caplog.text
     assert not (tmp_path / "discovery").exists()
 
 
@@ -135,13 +135,13 @@ def test_made_up_indices_and_class_targets_are_in_range():
 
 
 def test_warm_runs_discovery_ahead_of_time(tmp_path, monkeypatch, capsys):
-    from jitdtypes import cli
+    from jitdtypes.cli import commands
     from tests.conftest import seed_cache
 
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(seed_cache(tmp_path / "cache")))
     monkeypatch.setenv(discovery.ENV, "cached")  # warm probes whatever is missing regardless; here nothing is
     monkeypatch.setattr(jitdtypes, "_device_types", lambda: ["cpu"])
-    cli._warm_discovery()
+    commands._warm_discovery()
     cached = discovery.load(discovery.cache_path("cpu"))
     assert capsys.readouterr().out == discovery.summary(cached) + "\n"
     assert discovery.summary(cached).startswith(f"discovery cpu: {len(cached.findings)} overrides, ")

@@ -27,6 +27,17 @@ def test_the_shipped_result_for_this_ci_build_is_this_codes_own():
     assert same_version == [path], "stale shipped results of this torch version are left"
 
 
+@pytest.mark.skipif(not SHIPPED_HERE, reason=f"no results ship for torch {torch.__version__}")
+def test_the_shipped_verdicts_are_what_this_session_probed():
+    probed = discovery.load(discovery.cache_path("cpu"))
+    if probed is None:
+        pytest.skip("this session read its discovery results from elsewhere")
+    shipped = discovery.load(discovery.shipped_path())
+    verdicts = lambda found: sorted((f.overload, f.level, sorted(f.status.items())) for f in found.findings)  # noqa: E731
+    assert verdicts(shipped) == verdicts(probed)
+    assert {d: sorted(o) for d, o in shipped.supported.items()} == {d: sorted(o) for d, o in probed.supported.items()}
+
+
 def test_only_ci_builds_ship_results():
     for path in discovery.SHIPPED.glob("*.json"):
         record = json.loads(path.read_text())
@@ -54,6 +65,7 @@ def test_a_shipped_result_that_does_not_verify_is_refused(tmp_path, monkeypatch,
     record["supported"]["complex32"].append("aten::tampered")  # the sha256 no longer matches
     monkeypatch.setattr(discovery, "SHIPPED", tmp_path)
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv(discovery.ENV, "auto")  # the session's own mode, probe, reads no shipped results
     discovery.shipped_path().write_text(json.dumps(record))
     with caplog.at_level("WARNING", logger="jitdtypes"):
         assert discovery.stored("cpu") is None
@@ -62,3 +74,5 @@ def test_a_shipped_result_that_does_not_verify_is_refused(tmp_path, monkeypatch,
     discovery.shipped_path().write_text(valid.to_json())
     assert discovery.stored("cpu").supported == {"complex32": ["aten::exp"]}
     assert discovery.stored("cuda") is None  # CUDA is always probed on the machine
+    monkeypatch.setenv(discovery.ENV, "probe")
+    assert discovery.stored("cpu") is None  # this machine's own verdicts are wanted
