@@ -58,6 +58,28 @@ def test_wheel_has_one_top_level_name(wheel):
     assert zipfile.ZipFile(wheel).read(top_level).decode().split() == ["jitdtypes"]
 
 
+def test_wheel_holds_every_module_and_the_shipped_discovery_results(wheel):
+    """pyproject lists packages one by one: a new package left out of it would be missing from the wheel."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    checkout = {f"jitdtypes/{p.relative_to(REPOSITORY / 'jitdtypes')}" for p in (REPOSITORY / "jitdtypes").rglob("*")
+                if p.suffix in (".py", ".json", ".cpp", ".h") and "__pycache__" not in p.parts}
+    for package in ("kernels_templates", "cache_tools"):
+        checkout |= {f"jitdtypes/{package}/{p.name}" for p in (REPOSITORY / package).glob("*.py")}
+    assert checkout - names == set()
+    assert any(name.startswith("jitdtypes/shipped/discovery/cpu-torch") for name in names)
+
+
+def test_triton_is_not_a_requirement_of_its_own(wheel):
+    """CUDA builds of torch require the triton they were built with; a requirement of ours made pip fetch the
+    newest triton first, to discard it for torch's pin."""
+    archive = zipfile.ZipFile(wheel)
+    metadata = archive.read(next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))).decode()
+    requirements = [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
+    triton = [r for r in requirements if r.startswith("triton")]
+    assert triton and all('extra == "test"' in r for r in triton), triton
+    assert any(r.startswith("torch") and "extra" not in r for r in requirements)
+
+
 def test_installed_wheel_works_outside_the_checkout(installed, tmp_path):
     smoke = textwrap.dedent("""
         import importlib.util, json, sys
