@@ -2,9 +2,9 @@
 
 For one (overload, dispatch key): `capture` PyTorch's kernel, register the Python guard there
 (routing/registrar.py), then `GuardLibrary.guard` puts the C++ guard over it. Calls whose arguments involve no
-target dtype never leave C++; the rest reach the router, except the common routed call of a registration that allows it, which
-typed guards upcast in C++ (upcast.h) while `allow_cpp_upcast` and `set_cpp_upcast` agree. Closing the
-library removes every guard it registered.
+target dtype never leave C++; the rest reach the router, except the common routed call of a registration that
+allows it, which typed guards upcast in C++ (upcast.h) while `allow_cpp_upcast` and `set_cpp_upcast` agree.
+Closing the library removes every guard it registered.
 """
 
 from __future__ import annotations

@@ -128,11 +128,12 @@ def ensure(store: GuardStore | None = None, retry: bool = False) -> tuple[Path, 
 
 
 def would_build(store: GuardStore | None = None) -> bool:
-    """Whether `ensure` would run the compiler now: no verified library for this key, a compiler at hand, and
-    no failed build of this key with it remembered."""
+    """Whether `ensure` would run the compiler now: no library for this key, a compiler at hand, and no failed
+    build of this key with it remembered."""
     store = store or GuardStore()
     try:
-        if _read(store, key(), quietly=True) is not None:
+        # existence only: `ensure` verifies the entry right after, and a damaged one is rebuilt there
+        if (store.directory(key()) / LIBRARY).is_file():
             return False
         cxx = compiler()
         failure = store.read_failure(key())
