@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import torch
 
-from . import dtypes
+from . import dtypes, schema
 from .findings import MISSING, PARTIAL, SUPPORTED
 from .schema import OPTIONAL_TENSOR, OTHER, TENSOR_LIST, Overload
 
@@ -82,6 +82,21 @@ _STR_CHOICES = {
     "reduce": ("add", "multiply"), "approximate": ("none",), "padding_mode": ("zeros",),
     "mode": ("reduced", "complete", "r"), "UPLO": ("L",), "ord": ("fro", "nuc"), "rounding_mode": ("trunc",),
 }
+# Window arguments choose a kernel's path: unfold_backward copies disjoint windows (step >= size) but runs
+# unfold_backward_cpu, which lacks ComplexHalf, on overlapping ones. Each entry is probed; any failure: partial.
+WINDOWS = ({}, {"size": 2, "step": 1, "kernel_size": 2, "stride": 1})
+_WINDOW_NAMES = frozenset(name for window in WINDOWS for name in window)
+
+# A backward overload gets the arguments its forward call would hand it: the forward overload (its name less
+# "_backward", or this table) runs on made-up arguments, its result is the incoming gradient, and arguments
+# named as the forward's (or its results) are the forward's.
+_FORWARD_OF = {"aten::col2im": "aten::im2col"}
+_GRADIENT_NAMES = ("grad_output", "grad", "grad_out", "grad_in", "grad_y")
+# col2im is im2col's backward, conv_tbc_backward(self, input, ...) conv_tbc(self, ...)'s: self is the gradient
+_GRADIENT_NAMES_BY_OP = {"aten::col2im": ("self",), "aten::conv_tbc_backward": ("self",)}
+_RESULT_NAMES = ("output", "result")
+_INPUT_SIZE_NAMES = ("input_size", "input_sizes", "self_sizes", "sizes", "output_size")
+_FORWARD_ARG_ALIASES = {"dim": "dimension"}  # unfold_backward(dim) is unfold(dimension)
 
 
 @dataclasses.dataclass
@@ -150,33 +165,92 @@ class Case:
     real_out: bool = False  # out= tensors of the real counterpart dtype (abs.out, angle.out, ...)
     positive_definite: bool = False  # square matrices that are Hermitian positive definite
     choice: int = 0  # which value of multiple-choice string arguments (ord="fro" / "nuc", ...)
+    window: int = 0  # which entry of WINDOWS sets the window arguments (size/step, kernel_size/stride)
 
 
 def _cases(info: Overload):
     has_vectors = any(a.name in _VECTOR_NAMES for a in info.args)
     has_out = any(a.is_write and a.kwarg_only for a in info.args)
     choices = max([len(_STR_CHOICES.get(a.name, ())) for a in info.args if a.real_type == "str"] or [1])
+    windows = len(WINDOWS) if any(a.name in _WINDOW_NAMES for a in info.args) else 1
     for data_dtype in (torch.complex64, torch.float32):
         for choice in range(choices):
-            for vectors in (False, True) if has_vectors else (False,):
-                for real_out in (False, True) if has_out else (False,):
-                    for shape in SHAPES:
-                        yield Case(data_dtype, shape, vectors=vectors, real_out=real_out, choice=choice)
-                    for shape in SQUARE_SHAPES:
-                        yield Case(data_dtype, shape, vectors=vectors, real_out=real_out, choice=choice,
-                                   positive_definite=True)
+            for window in range(windows):
+                for vectors in (False, True) if has_vectors else (False,):
+                    for real_out in (False, True) if has_out else (False,):
+                        kinds = dict(vectors=vectors, real_out=real_out, choice=choice, window=window)
+                        for shape in SHAPES:
+                            yield Case(data_dtype, shape, **kinds)
+                        for shape in SQUARE_SHAPES:
+                            yield Case(data_dtype, shape, positive_definite=True, **kinds)
 
 
-def _synthesize(info: Overload, case: Case, device: str):
-    """Positional args and kwargs for one call; raises LookupError when an argument cannot be made up."""
+class ForwardFailed(Exception):
+    """The forward call that a backward overload's arguments come from failed: no reference on this case."""
+
+
+def forward_of(info: Overload) -> Overload | None:
+    """The forward overload whose gradient `info` computes, when `info` is a backward overload."""
+    qualname = _FORWARD_OF.get(info.qualname)
+    if qualname is None and "_backward" in info.qualname:
+        qualname = info.qualname.partition("_backward")[0]
+    if qualname is None or qualname == info.qualname:
+        return None
+    try:
+        return schema.overload(qualname)
+    except RuntimeError:  # no such op, or no default overload
+        return None
+
+
+def _from_forward(info: Overload, forward: Overload, case: Case, device: str, call: Call) -> dict[str, object]:
+    """Arguments of backward overload `info` taken from a complex64/float32 call of `forward` on `case`:
+    the gradient (shaped as the forward's result), the forward's inputs and sizes. Raises ForwardFailed."""
+    args, kwargs = _synthesize(forward, case, device, call)
+    try:
+        result = call(forward.op, *args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the forward cannot run on these arguments
+        raise ForwardFailed(first_line(exc)) from exc
+    results = list(result) if isinstance(result, (tuple, list)) else [result]
+    if not results or not isinstance(results[0], torch.Tensor):
+        raise ForwardFailed("no tensor result")
+    # _synthesize hands the leading positional arguments in order, the keyword-only ones by name
+    values = {a.name: a.default for a in forward.args if a.has_default and a.default is not None}
+    values.update({**dict(zip((a.name for a in forward.positional), args)), **kwargs})
+    returns = [r.name for r in forward.op._schema.returns]
+    values.update({name: r for name, r in zip(returns, results) if name})
+    self_value = values.get("self", values.get("input"))
+    derived: dict[str, object] = {}
+    for arg in info.args:
+        name = _FORWARD_ARG_ALIASES.get(arg.name, arg.name) if arg.name not in values else arg.name
+        if arg.is_write and arg.kwarg_only:
+            continue  # out=: made up as for any op
+        if arg.name in _GRADIENT_NAMES_BY_OP.get(info.qualname, _GRADIENT_NAMES) or arg.name in _RESULT_NAMES:
+            gradient = results[0].detach().clone()
+            derived[arg.name] = gradient.conj() if case.conj and gradient.is_complex() else gradient
+        elif name in values and (arg.kind == OTHER) == (not isinstance(values[name], torch.Tensor)):
+            derived[arg.name] = values[name]
+        elif arg.name in _INPUT_SIZE_NAMES and isinstance(self_value, torch.Tensor):
+            sizes = list(self_value.shape)
+            derived[arg.name] = sizes[-arg.fixed_length:] if arg.fixed_length else sizes
+    return derived
+
+
+def _synthesize(info: Overload, case: Case, device: str, call: Call | None = None,
+                forward: Overload | None = None):
+    """Positional args and kwargs for one call; raises LookupError when an argument cannot be made up. Those
+    of a backward overload come from a call of `forward` where given (ForwardFailed: it failed on `case`)."""
     factory = not any(a.kind != OTHER for a in info.args)
     args, kwargs = [], {}
     positional_done = False  # after an omitted positional default, the rest is defaulted too
     vectors = case.vectors and _vector_names(info)
     nonnegative = _NONNEGATIVE_NAMES + (("self",) if info.qualname in _NONNEGATIVE_SELF_OPS else ())
+    derived = _from_forward(info, forward, case, device, call or _quietly) if forward else {}
     for i, arg in enumerate(info.args):
-        value = _synthesize_one(arg, case, device, factory, seed=i, vector=bool(vectors) and arg.name in vectors,
-                                nonnegative=arg.name in nonnegative)
+        if arg.name in derived:
+            value = derived[arg.name]
+        else:
+            value = _synthesize_one(arg, case, device, factory, seed=i,
+                                    vector=bool(vectors) and arg.name in vectors, nonnegative=arg.name in nonnegative)
         if arg.name == "reduce" and arg.real_type == "str":
             value = _REDUCE_BY_OP.get(info.qualname, value)
         if value is _OMIT:
@@ -229,6 +303,11 @@ def _synthesize_one(arg, case: Case, device, factory, seed, vector, nonnegative)
     if real_type == "str" and arg.name in _STR_CHOICES:
         options = _STR_CHOICES[arg.name]
         return options[min(case.choice, len(options) - 1)]
+    window = WINDOWS[case.window]
+    if arg.name in window and real_type in ("int", "SymInt"):
+        return window[arg.name]
+    if arg.name in window and real_type.startswith(("List[int]", "List[SymInt]")):
+        return [window[arg.name]] * (arg.fixed_length or 1)
     if arg.has_default:
         return _OMIT
     if real_type in ("int", "SymInt"):
@@ -332,22 +411,34 @@ def probe(info: Overload, device: str = "cpu", call: Call | None = None) -> Outc
     """The verdict for `info` on `device`, or None when no reference call could be made to work. Raises
     DeviceBroken when a call leaves the device unusable."""
     call = call or caller(device)
+    forward = forward_of(info)
+    outcome = _probe(info, device, call, forward)
+    if outcome is None and forward is not None:  # no forward call worked: arguments made up as for any op
+        outcome = _probe(info, device, call, None)
+    return outcome
+
+
+def _probe(info: Overload, device: str, call: Call, forward: Overload | None) -> Outcome | None:
     results: dict[str, list[bool]] = {}
     errors: dict[str, str] = {}
     successes: dict[tuple, int] = {}
     for case in _cases(info):
-        if successes.get((case.data_dtype, case.choice), 0) >= SUCCESSES_WANTED:
+        kind = (case.data_dtype, case.choice, case.window)
+        if successes.get(kind, 0) >= SUCCESSES_WANTED:
             continue
         try:
-            args, kwargs = _synthesize(info, case, device)
+            args, kwargs = _synthesize(info, case, device, call, forward)
         except LookupError:
             return None
+        except ForwardFailed as exc:
+            _raise_if_device_broken(exc.__cause__ or exc, device, call)
+            continue
         try:
             reference = call(info.op, *args, **kwargs)
         except Exception as exc:  # noqa: BLE001 - the reference cannot run on these arguments
             _raise_if_device_broken(exc, device, call)
             continue
-        successes[(case.data_dtype, case.choice)] = successes.get((case.data_dtype, case.choice), 0) + 1
+        successes[kind] = successes.get(kind, 0) + 1
         if case.data_dtype.is_complex:
             targets = dtypes.COMPLEX_TARGETS
             variants = [case, dataclasses.replace(case, conj=True)]
@@ -357,7 +448,7 @@ def probe(info: Overload, device: str = "cpu", call: Call | None = None) -> Outc
             continue
         for variant in variants:
             if variant.conj:
-                args, kwargs = _synthesize(info, variant, device)
+                args, kwargs = _synthesize(info, variant, device, call, forward)
                 try:
                     call(info.op, *args, **kwargs)
                 except Exception as exc:  # noqa: BLE001
