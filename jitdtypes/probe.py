@@ -85,7 +85,6 @@ _STR_CHOICES = {
 # Window arguments choose a kernel's path: unfold_backward copies disjoint windows (step >= size) but runs
 # unfold_backward_cpu, which lacks ComplexHalf, on overlapping ones. Each entry is probed; any failure: partial.
 WINDOWS = ({}, {"size": 2, "step": 1, "kernel_size": 2, "stride": 1})
-_WINDOW_NAMES = frozenset(name for window in WINDOWS for name in window)
 
 # A backward overload gets the arguments its forward call would hand it: the forward overload (its name less
 # "_backward", or this table) runs on made-up arguments, its result is the incoming gradient, and arguments
@@ -168,11 +167,18 @@ class Case:
     window: int = 0  # which entry of WINDOWS sets the window arguments (size/step, kernel_size/stride)
 
 
+def _has_window(info: Overload) -> bool:
+    """Whether `info` takes a window: int size and step (unfold), or a list kernel_size (im2col, pools)."""
+    types = {a.name: a.real_type for a in info.args}
+    ints = ("int", "SymInt")
+    return (types.get("size") in ints and types.get("step") in ints) or types.get("kernel_size", "").startswith("List")
+
+
 def _cases(info: Overload):
     has_vectors = any(a.name in _VECTOR_NAMES for a in info.args)
     has_out = any(a.is_write and a.kwarg_only for a in info.args)
     choices = max([len(_STR_CHOICES.get(a.name, ())) for a in info.args if a.real_type == "str"] or [1])
-    windows = len(WINDOWS) if any(a.name in _WINDOW_NAMES for a in info.args) else 1
+    windows = len(WINDOWS) if _has_window(info) else 1
     for data_dtype in (torch.complex64, torch.float32):
         for choice in range(choices):
             for window in range(windows):
