@@ -171,7 +171,8 @@ def _has_window(info: Overload) -> bool:
     """Whether `info` takes a window: int size and step (unfold), or a list kernel_size (im2col, pools)."""
     types = {a.name: a.real_type for a in info.args}
     ints = ("int", "SymInt")
-    return (types.get("size") in ints and types.get("step") in ints) or types.get("kernel_size", "").startswith("List")
+    unfolds = types.get("size") in ints and types.get("step") in ints
+    return unfolds or types.get("kernel_size", "").startswith("List")
 
 
 def _cases(info: Overload):
@@ -227,9 +228,9 @@ def _from_forward(info: Overload, forward: Overload, case: Case, device: str, ca
     self_value = values.get("self", values.get("input"))
     derived: dict[str, object] = {}
     for arg in info.args:
-        name = _FORWARD_ARG_ALIASES.get(arg.name, arg.name) if arg.name not in values else arg.name
         if arg.is_write and arg.kwarg_only:
             continue  # out=: made up as for any op
+        name = arg.name if arg.name in values else _FORWARD_ARG_ALIASES.get(arg.name, arg.name)
         if arg.name in _GRADIENT_NAMES_BY_OP.get(info.qualname, _GRADIENT_NAMES) or arg.name in _RESULT_NAMES:
             gradient = results[0].detach().clone()
             derived[arg.name] = gradient.conj() if case.conj and gradient.is_complex() else gradient
@@ -454,8 +455,8 @@ def _probe(info: Overload, device: str, call: Call, forward: Overload | None) ->
             continue
         for variant in variants:
             if variant.conj:
-                args, kwargs = _synthesize(info, variant, device, call, forward)
                 try:
+                    args, kwargs = _synthesize(info, variant, device, call, forward)  # ForwardFailed included
                     call(info.op, *args, **kwargs)
                 except Exception as exc:  # noqa: BLE001
                     _raise_if_device_broken(exc, device, call)

@@ -55,8 +55,8 @@ FIXED_ON_BRANCH_BWDFN: dict[str, dict[str, str]] = {
 @functools.lru_cache(maxsize=None)
 def _overridden(dtype_name: str) -> frozenset:
     """The overloads jitdtypes routes for `dtype_name` on CPU."""
-    return frozenset(row["op"] for row in jitdtypes.stats()
-                     if row["device"] == "cpu" and row["dtype"] == dtype_name and row["support"] in ("missing", "partial"))
+    return frozenset(row["op"] for row in jitdtypes.stats() if row["device"] == "cpu" and row["dtype"] == dtype_name
+                     and row["support"] in ("missing", "partial"))
 
 
 @pytest.mark.parametrize("target", TARGETS, ids=[dtypes.NAMES[d] for d in TARGETS])
