@@ -196,10 +196,10 @@ struct Step {
 inline Step step(ScalarType from, ScalarType to, const Kernels& k) {
   if (to == ScalarType::ComplexFloat) {
     if (from == ScalarType::ComplexHalf) return {k.widen_half, nullptr};
-    if (from == ScalarType::BComplex32) return {k.widen_bfloat16, nullptr};
+    if (jitdtypes_compat::is_bcomplex32(from)) return {k.widen_bfloat16, nullptr};
   } else if (from == ScalarType::ComplexFloat) {
     if (to == ScalarType::ComplexHalf) return {nullptr, k.narrow_half};
-    if (to == ScalarType::BComplex32) return {nullptr, k.narrow_bfloat16};
+    if (jitdtypes_compat::is_bcomplex32(to)) return {nullptr, k.narrow_bfloat16};
   }
   return {};
 }

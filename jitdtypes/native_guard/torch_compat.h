@@ -7,6 +7,8 @@
 //   2.14           whether a tensor has names               none has (named tensors are gone)
 //   2.9 - 2.13     the same (copy_ propagates names, so     Tensor::has_names()
 //                  convert.h leaves named tensors to it)
+//   2.14           whether a dtype is bcomplex32            ScalarType::BComplex32
+//   2.9 - 2.13     the same                                 none is (no such dtype)
 //
 // A guard calls the kernels on either side of it unboxed (about 0.02 us, against about 0.2 us through
 // callBoxed), so it needs the KernelFunction that a SafeKernelFunction wraps. Before 2.14 no accessor exposes
@@ -43,11 +45,15 @@ inline const c10::KernelFunction& unboxed(const c10::SafeKernelFunction& kernel)
 
 inline bool has_names(const at::TensorBase& t) { return t.has_names(); }
 
+inline bool is_bcomplex32(c10::ScalarType) { return false; }
+
 #else
 
 inline const c10::KernelFunction& unboxed(const c10::SafeKernelFunction& kernel) { return kernel.kernelFunction(); }
 
 inline bool has_names(const at::TensorBase&) { return false; }
+
+inline bool is_bcomplex32(c10::ScalarType dtype) { return dtype == c10::ScalarType::BComplex32; }
 
 #endif
 
