@@ -55,6 +55,7 @@ def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
                                      ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int), p, s],
         "jitdtypes_guard_upcast_enable": [ctypes.c_int],
         "jitdtypes_guard_signature_key": [p, p, p, s],
+        "jitdtypes_guard_conversion": [ctypes.c_int],
     }
     for name, argtypes in signatures.items():
         function = getattr(library, name)
@@ -108,6 +109,22 @@ def _update_cpp_upcast(**changes) -> None:
         _cpp_upcast.update(changes)
         if "library" in _loaded:
             _loaded["library"].jitdtypes_guard_upcast_enable(int(cpp_upcast_enabled()))
+
+
+# convert.h's modes, by their number there
+CONVERSIONS = ("aten", "portable", "vector")
+
+
+def conversion() -> str:
+    """The conversion between 16-bit complex and complex64 that the copy_ guard and the C++ upcast use:
+    "vector" (AVX2/F16C), "portable" (no CPU features), or "aten" (ATen's own copy)."""
+    return CONVERSIONS[load().jitdtypes_guard_conversion(-1)]
+
+
+def set_conversion(mode: str) -> str:
+    """Choose the conversion (default: JITDTYPES_CONVERSION, else the fastest the CPU and ATen's capability
+    allow); "vector" where they do not allow it gives "portable". Returns the one now in use."""
+    return CONVERSIONS[load().jitdtypes_guard_conversion(CONVERSIONS.index(mode))]
 
 
 def build_in_background(choice: str | None = None) -> None:

@@ -4,7 +4,8 @@
 // same key just before the guard and so sits underneath it.
 //
 // Calls the router would upcast in the common way (no views, one 16-bit complex dtype) a typed guard upcasts
-// itself: upcast.h.
+// itself: upcast.h. The copy_ guard converts 16-bit complex <-> complex64 in vectorized code (convert.h), for
+// every .to() between them: the upcast path's widening and rounding, and a user's.
 //
 // Two forms. A typed guard has the operator's unboxed C++ signature, so the dispatcher calls it directly and
 // it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures.h;
@@ -13,8 +14,11 @@
 //
 // Loaded with ctypes: a plain C interface, no Python headers, so one build serves every Python version.
 
+#include <ATen/Parallel.h>
+#include <ATen/Version.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
 #include "torch_compat.h"
@@ -22,7 +26,9 @@
 #include <array>
 #include <atomic>
 #include <bitset>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -33,6 +39,10 @@
 #include <unordered_map>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace {
 
 using at::Tensor;
@@ -42,6 +52,7 @@ using c10::ScalarType;
 constexpr size_t kScalarTypes = static_cast<size_t>(ScalarType::NumOptions);
 using DtypeSet = std::bitset<kScalarTypes>;
 
+#include "convert.h"
 #include "upcast.h"
 
 struct Scan {
@@ -58,6 +69,7 @@ struct GuardState {
   c10::SafeKernelFunction router;
   DtypeSet missing, partial, real16;
   std::shared_ptr<const UpcastState> upcast;  // null when this registration never upcasts in C++
+  bool converts_copies = false;               // aten::copy_ at CPU: conversion::copy_into first
 
   void see_dtype(ScalarType dtype, Scan& scan) const {
     const size_t index = static_cast<size_t>(dtype);
@@ -193,6 +205,9 @@ struct Typed<Return(Args...)> {
         return call(state->router, *state, keys, args...);
       }
       if (!scan.partial) return call(state->original, *state, keys, args...);
+      if constexpr (copy_signature) {
+        if (state->converts_copies && converted_copy(args...)) return std::get<0>(std::forward_as_tuple(args...));
+      }
       try {
         return call(state->original, *state, keys, args...);
       } catch (const c10::Error&) {
@@ -200,6 +215,10 @@ struct Typed<Return(Args...)> {
       }
     }));
   }
+
+  // copy_'s: only 16-bit complex dtypes are partial there, so other copies never reach the conversion's checks
+  static constexpr bool copy_signature = std::is_same_v<Return(Args...), Tensor&(Tensor&, const Tensor&, bool)>;
+  static bool converted_copy(Tensor& dst, const Tensor& src, bool) { return conversion::copy_into(dst, src); }
 
   template <size_t... Index>
   static void see_all(UpcastCheck& check, std::index_sequence<Index...>, const Args&... args) {
@@ -367,7 +386,8 @@ JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* origina
                 "jitdtypes guard: argument kinds do not match the schema of ", name, ".", overload);
     auto state = std::make_shared<const GuardState>(GuardState{
         op, *static_cast<const c10::SafeKernelFunction*>(original), op.getComputedKernelForDispatchKey(dispatch_key),
-        parse_dtypes(missing), parse_dtypes(partial), parse_dtypes(real16), make_upcast(upcast, upcast_calls)});
+        parse_dtypes(missing), parse_dtypes(partial), parse_dtypes(real16), make_upcast(upcast, upcast_calls),
+        std::strcmp(name, "aten::copy_") == 0 && overload[0] == '\0' && dispatch_key == c10::DispatchKey::CPU});
     const std::string qualified = std::string(name).substr(std::strlen("aten::")) +
                                   (overload[0] ? std::string(".") + overload : std::string());
     auto& lib = *static_cast<torch::Library*>(library);
@@ -388,6 +408,13 @@ JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* origina
 
 // Whether typed guards upcast eligible calls in C++ (registrations that allow it; off until Python says).
 JITDTYPES_EXPORT void jitdtypes_guard_upcast_enable(int enabled) { upcast_enabled.store(enabled != 0); }
+
+// The conversion copy_ and the C++ upcast use (convert.h's Mode: 0 ATen's, 1 portable, 2 vector), set to `mode`
+// unless it is negative; the vector kernels only where the CPU and ATen's capability allow them.
+JITDTYPES_EXPORT int jitdtypes_guard_conversion(int mode) {
+  if (mode >= 0) conversion::set_mode(static_cast<conversion::Mode>(mode));
+  return static_cast<int>(conversion::mode());
+}
 
 // The key under which typed_signatures() would list this operator (tests and diagnostics).
 JITDTYPES_EXPORT int jitdtypes_guard_signature_key(const char* name, const char* overload, char* key,

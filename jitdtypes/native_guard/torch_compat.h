@@ -4,6 +4,11 @@
 //   torch          what the guard needs                     how it gets it here
 //   2.14           the unboxed KernelFunction of a kernel   SafeKernelFunction::kernelFunction()
 //   2.9 - 2.13     the same                                 the private member SafeKernelFunction::kernel_
+//   2.14           whether a tensor has names               none has (named tensors are gone)
+//   2.9 - 2.13     the same (copy_ propagates names, so     Tensor::has_names()
+//                  convert.h leaves named tensors to it)
+//   2.14           whether a dtype is bcomplex32            ScalarType::BComplex32
+//   2.9 - 2.13     the same                                 none is (no such dtype)
 //
 // A guard calls the kernels on either side of it unboxed (about 0.02 us, against about 0.2 us through
 // callBoxed), so it needs the KernelFunction that a SafeKernelFunction wraps. Before 2.14 no accessor exposes
@@ -14,6 +19,7 @@
 
 #pragma once
 
+#include <ATen/core/TensorBase.h>
 #include <ATen/core/boxing/KernelFunction.h>
 #include <torch/version.h>
 
@@ -37,9 +43,17 @@ inline const c10::KernelFunction& unboxed(const c10::SafeKernelFunction& kernel)
   return kernel.*member_of(SafeKernelMember{});
 }
 
+inline bool has_names(const at::TensorBase& t) { return t.has_names(); }
+
+inline bool is_bcomplex32(c10::ScalarType) { return false; }
+
 #else
 
 inline const c10::KernelFunction& unboxed(const c10::SafeKernelFunction& kernel) { return kernel.kernelFunction(); }
+
+inline bool has_names(const at::TensorBase&) { return false; }
+
+inline bool is_bcomplex32(c10::ScalarType dtype) { return dtype == c10::ScalarType::BComplex32; }
 
 #endif
 

@@ -3,7 +3,8 @@
 // 16-bit complex dtype PyTorch lacks (an out= tensor may have its real partner), next to Python numbers. The
 // Python router would widen those tensors to complex64, call the kernel underneath and round the results
 // back (or write them back); crossing into Python for that costs several microseconds, so the typed guard does the same
-// three steps itself. The same ATen functions (to(), the original kernel) make the results bit-identical.
+// three steps itself. The same functions (the original kernel, and to()'s conversion: convert.h's, which the
+// copy_ guard gives the Python path too) make the results bit-identical.
 //
 // The first such call of each dtype still goes to the router, which builds and logs its specialization;
 // later ones are counted in a cell Python owns (path_record), read without a lock like the Python cells.
@@ -111,7 +112,7 @@ class Widened {
     const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
     for (size_t i = 0; i < count_; ++i)
       if (sources_[i] == impl) return wide_[i];
-    Tensor wide = t.to(ScalarType::ComplexFloat);
+    Tensor wide = conversion::to(t, ScalarType::ComplexFloat);
     if (count_ < sources_.size()) {
       sources_[count_] = impl;
       wide_[count_++] = wide;
@@ -163,7 +164,7 @@ Passed<A> widen_arg(std::remove_reference_t<A>& value, Widened& widened, Written
     // not read, a fresh buffer of its shape and strides is what the Python path passes
     written.original = &value;
     if constexpr (Index == 0) {
-      written.wide = value.to(ScalarType::ComplexFloat);
+      written.wide = conversion::to(value, ScalarType::ComplexFloat);
     } else {
       written.wide = at::empty_like(value, value.options().dtype(value.is_complex() ? ScalarType::ComplexFloat
                                                                                     : ScalarType::Float));
@@ -204,7 +205,7 @@ inline Tensor& write_back(const Written& written) {
 // complex64 back to the inputs' dtype, float32 to the real type of its family, anything else unchanged.
 inline Tensor round_back(const Tensor& result, ScalarType dtype) {
   if (!result.defined()) return result;
-  if (result.scalar_type() == ScalarType::ComplexFloat) return result.to(dtype);
+  if (result.scalar_type() == ScalarType::ComplexFloat) return conversion::to(result, dtype);
   if (result.scalar_type() == ScalarType::Float) return result.to(UpcastCheck::real_partner(dtype));
   return result;
 }
