@@ -55,6 +55,12 @@ def _complex_input(x) -> bool:
     return planar.involved(x) and x.is_complex()
 
 
+def _arithmetic_involved(*operands) -> bool:
+    """planar.involved, or real 16-bit operands with a complex number or 0-dim complex tensor (x * 1j on
+    float16): ATen's promotion makes the result 16-bit complex then."""
+    return planar.involved(*operands) or _result_dtype(*operands) in planar.SIXTEEN_BIT_COMPLEX
+
+
 def _planar(formula, *operands, dtype: torch.dtype | None = None):
     """formula(*parts) -> (re, im), assembled in the promoted dtype (or `dtype`)."""
     dtype = dtype or _result_dtype(*operands)
@@ -98,28 +104,28 @@ for _overload, _formula in [
 
 @_register(aten.add.Tensor, aten.add.Scalar)
 def _add(x, y, alpha=1):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
     return _planar(lambda a, b: F.add(a, b, alpha), x, y)
 
 
 @_register(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(x, y, alpha=1):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
     return _planar(lambda a, b: F.add(a, b, -alpha), x, y)
 
 
 @_register(aten.mul.Tensor, aten.mul.Scalar)
 def _mul(x, y):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
     return _planar(F.mul, x, y)
 
 
 @_register(aten.div.Tensor, aten.div.Scalar)
 def _div(x, y):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
     return _planar(F.div, x, y)
 
@@ -133,7 +139,7 @@ def _pow_scalar(x, exponent):
 
 @_register(aten.pow.Tensor_Tensor, aten.pow.Scalar)
 def _pow(x, exponent):
-    if not planar.involved(x, exponent):
+    if not _arithmetic_involved(x, exponent):
         return NotImplemented
 
     def formula(base, w):
@@ -147,14 +153,14 @@ def _pow(x, exponent):
 
 @_register(aten.addcmul.default)
 def _addcmul(x, t1, t2, value=1):
-    if not planar.involved(x, t1, t2):
+    if not _arithmetic_involved(x, t1, t2):
         return NotImplemented
     return _planar(lambda a, b, c: F.add(a, F.mul(b, c), value), x, t1, t2)
 
 
 @_register(aten.addcdiv.default)
 def _addcdiv(x, t1, t2, value=1):
-    if not planar.involved(x, t1, t2):
+    if not _arithmetic_involved(x, t1, t2):
         return NotImplemented
     return _planar(lambda a, b, c: F.add(a, F.div(b, c), value), x, t1, t2)
 
@@ -162,7 +168,7 @@ def _addcdiv(x, t1, t2, value=1):
 @_register(aten.lerp.Scalar, aten.lerp.Tensor)
 def _lerp(start, end, weight):
     """ATen's two-sided lerp: start + w (end - start) for |w| < 1/2, end - (1 - w)(end - start) beyond."""
-    if not planar.involved(start, end, weight):
+    if not _arithmetic_involved(start, end, weight):
         return NotImplemented
 
     def formula(s, e, w):
@@ -180,7 +186,7 @@ def _lerp(start, end, weight):
 
 @_register(aten.where.self)
 def _where(condition, x, y):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
 
     def formula(a, b):

@@ -84,14 +84,30 @@ def parts(value, compute: torch.dtype = torch.float32):
         return value.to(compute), None
     found = _lookup(value)
     if found is None:
-        if bits.supported(value.dtype):
-            found = bits.unpack(value)
-        else:
-            real = torch.view_as_real(value.resolve_conj().resolve_neg())
-            found = real[..., 0], real[..., 1]
+        found = _known_parts(value, compute) or _stored_parts(value)
         _remember(value, *found)
     re, im = found
     return re.to(compute), im.to(compute)
+
+
+def _stored_parts(t: torch.Tensor):
+    if bits.supported(t.dtype):
+        return bits.unpack(t)
+    real = torch.view_as_real(t.resolve_conj().resolve_neg())
+    return real[..., 0], real[..., 1]
+
+
+def _known_parts(t: torch.Tensor, compute: torch.dtype):
+    """(re, im) of a fake tensor whose value the trace knows (`FakeTensor.constant`: a Python number's
+    tensor, or an op on one), as constants. Its graph node may be a lazy view whose flag the fake tensor does
+    not carry: the backward of `x * 1j` holds `aten._conj(1j)`, whose fake result says "not conjugated", so
+    reading it as storage (view_as_real, words) fails or drops the conjugation when the graph runs."""
+    known = getattr(t, "constant", None)
+    if not isinstance(known, torch.Tensor) or known.numel() != 1:
+        return None
+    value = complex(known.item())
+    fill = lambda part: torch.full(t.shape, part, dtype=compute, device=t.device)  # noqa: E731
+    return fill(value.real), fill(value.imag)
 
 
 def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
