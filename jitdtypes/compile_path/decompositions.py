@@ -470,19 +470,19 @@ def _matmul(a, b):
     return custom_ops.complex_matmul(a, b)
 
 
-def _scaled_sum(bias, product, beta, alpha):
+def _scaled_sum(bias, product, beta, alpha, dtype):
     """beta * bias + alpha * product, with bias ignored when beta == 0 (ATen's rule: NaN in it is dropped)."""
     if beta == 0:
-        return _planar(lambda p: F.mul(p, planar.parts(alpha)), product)
+        return _planar(lambda p: F.mul(p, planar.parts(alpha)), product, dtype=dtype)
     return _planar(lambda s, p: F.add(F.mul(s, planar.parts(beta)), F.mul(p, planar.parts(alpha))), bias, product,
-                   dtype=product.dtype)
+                   dtype=dtype)
 
 
 @_register(aten.addmm.default, aten.baddbmm.default)
 def _add_matmul(bias, a, b, *, beta=1, alpha=1):
     if not _sixteen_bit(a, b):
         return NotImplemented
-    return _scaled_sum(bias, custom_ops.complex_matmul(a, b), beta, alpha)
+    return _scaled_sum(bias, custom_ops.complex_matmul(a, b), beta, alpha, _result_dtype(bias, a, b))
 
 
 @_register(aten.addbmm.default)
@@ -491,7 +491,8 @@ def _add_batch_sum(bias, a, b, *, beta=1, alpha=1):
         return NotImplemented
     product = custom_ops.complex_matmul(a, b)
     summed = _planar(lambda p: (p[0].sum(0), p[1].sum(0)), product)
-    return _scaled_sum(bias, summed, beta, alpha)
+    # ATen's addbmm accumulates each product into a result of bias's dtype (addmm_ per batch)
+    return _scaled_sum(bias, summed, beta, alpha, bias.dtype)
 
 
 @_register(aten._fft_r2c.default)
