@@ -11,6 +11,8 @@ their ATen node, which Inductor runs eagerly with jitdtypes' kernels, on the pac
 
 from __future__ import annotations
 
+import threading
+
 import torch
 from torch.utils._pytree import tree_flatten
 
@@ -81,13 +83,46 @@ def _unary(overload, formula):
     TABLE[overload] = decomposition
 
 
+# -- views of values in storage ----------------------------------------------------------------------------------
+#
+# A view of a tensor whose value is in storage (a graph input, an ATen fallback's result) stays that ATen view,
+# so a graph returning it runs no kernel and returns eager's strides, as for float16; its parts, views of the
+# base's parts, are remembered for the decompositions that read it. Computed values (held as parts) have no
+# storage to view: their views are taken of the parts.
+
+_VIEWS = frozenset({
+    aten.view.default, aten.permute.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.default,
+    aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.alias.default, aten.t.default,
+    aten.transpose.int, aten.diagonal.default, aten.unfold.default,
+})
+_keeping_view = threading.local()
+
+
+def _kept_view(overload, args, kwargs, re, im):
+    """overload(*args, **kwargs) traced as itself (its entry here declines while it runs), with parts re, im."""
+    _keeping_view.active = True
+    try:
+        view = overload(*args, **kwargs)
+    finally:
+        _keeping_view.active = False
+    planar.remember(view, re, im)
+    return view
+
+
+def _keeping() -> bool:
+    return getattr(_keeping_view, "active", False)
+
+
 @_register(aten._conj.default)
 def _conj_view(x):
     # On a conj-flagged tensor _conj clears the flag: that view is how parts() reads such a tensor's storage,
     # so it stays an ATen op (decomposing it would ask parts() for the same tensor again).
-    if not _complex_input(x) or x.is_conj():
+    if _keeping() or not _complex_input(x) or x.is_conj():
         return NotImplemented
-    return _planar(F.conj, x)
+    re, im = F.conj(planar.parts(x, planar.compute_dtype(x.dtype)))
+    if not planar.is_computed(x):
+        return _kept_view(aten._conj.default, (x,), {}, re, im)
+    return planar.assemble(re, im, x.dtype)
 
 
 for _overload, _formula in [
@@ -232,8 +267,9 @@ for _overload in (aten.ne.Tensor, aten.ne.Scalar):
 
 @_register(aten.view_as_real.default)
 def _view_as_real(x):
-    # an input's storage already is the [..., 2] layout: only values computed in this graph are stacked
-    if not planar.is_planar(x):
+    # a value in storage (an input, a view of one) already is the [..., 2] layout: only values computed in
+    # this graph are stacked
+    if not planar.is_computed(x):
         return NotImplemented
     re, im = planar.parts(x, planar.compute_dtype(x.dtype))
     return torch.stack([re, im], -1).to(dtypes.part_dtype(x.dtype))
@@ -278,9 +314,9 @@ def _polar(magnitude, angle):
 
 @_register(aten.view_as_complex.default)
 def _view_as_complex(x):
-    if x.dtype not in planar.SIXTEEN_BIT_REAL:
+    if _keeping() or x.dtype not in planar.SIXTEEN_BIT_REAL:
         return NotImplemented
-    return planar.assemble(x[..., 0].float(), x[..., 1].float(), dtypes.COMPLEX_OF[x.dtype])
+    return _kept_view(aten.view_as_complex.default, (x,), {}, x[..., 0].float(), x[..., 1].float())
 
 
 @_register(aten.full.default)
@@ -321,9 +357,10 @@ def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=Fa
     dtype promotes the arguments at `dtype_from` (the self argument for copies and scatters, whose results
     take self's dtype)."""
     apply = apply or overload
+    view = overload in _VIEWS
 
     def decomposition(*args, **kwargs):
-        if not planar.involved(*(args[i] for i in complex_positions if i < len(args))):
+        if (view and _keeping()) or not planar.involved(*(args[i] for i in complex_positions if i < len(args))):
             return NotImplemented
         dtype = _result_dtype(*(args[i] for i in dtype_from if i < len(args)))
         if not dtype.is_complex:
@@ -334,6 +371,8 @@ def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=Fa
             if i < len(args):
                 re_args[i], im_args[i] = _split_value(args[i], compute)
         re, im = apply(*re_args, **kwargs), apply(*im_args, **kwargs)
+        if view and not planar.is_computed(args[0]):
+            return _kept_view(overload, args, kwargs, re, im)
         if outputs_many:
             return [planar.assemble(r, i, dtype) for r, i in zip(re, im)]
         return planar.assemble(re, im, dtype)

@@ -27,7 +27,7 @@ from . import bits
 SIXTEEN_BIT_COMPLEX = frozenset(dtypes.COMPLEX_TARGETS)
 SIXTEEN_BIT_REAL = frozenset(dtypes.REAL_TARGETS)
 
-# tensor -> (tracer, version, re, im)
+# tensor -> (tracer, version, re, im, computed: whether the parts are its value, or were read from storage)
 _remembered: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
 
@@ -37,26 +37,35 @@ def _current_tracer():
 
 
 def _lookup(t: torch.Tensor):
+    """(re, im, computed) remembered for t in this trace, or None."""
     entry = _remembered.get(t)
     if entry is None:
         return None
-    tracer_ref, version, re, im = entry
+    tracer_ref, version, *found = entry
     tracer = _current_tracer()
     if tracer is None or tracer_ref() is not tracer or t._version != version:
         del _remembered[t]
         return None
-    return re, im
+    return found
 
 
-def _remember(t: torch.Tensor, re: torch.Tensor, im: torch.Tensor | None) -> None:
+def remember(t: torch.Tensor, re: torch.Tensor, im: torch.Tensor | None, computed: bool = False) -> None:
+    """Later lookups of `t` in this trace get these parts: its value (`computed`, by assemble), or what its
+    storage holds (read by parts(), or views of its base's parts for a view kept as an ATen view)."""
     tracer = _current_tracer()
     if tracer is not None:  # outside a trace (a decomposition called directly) there is nothing to reuse
-        _remembered[t] = (weakref.ref(tracer), t._version, re, im)
+        _remembered[t] = (weakref.ref(tracer), t._version, re, im, computed)
 
 
 def is_planar(value) -> bool:
     """A tensor whose complex value this trace already holds as parts."""
     return isinstance(value, torch.Tensor) and _lookup(value) is not None
+
+
+def is_computed(value) -> bool:
+    """A tensor whose value a decomposition computed as parts: its storage is only a packing of them."""
+    found = isinstance(value, torch.Tensor) and _lookup(value)
+    return bool(found) and found[2]
 
 
 def involved(*args) -> bool:
@@ -85,8 +94,8 @@ def parts(value, compute: torch.dtype = torch.float32):
     found = _lookup(value)
     if found is None:
         found = _known_parts(value, compute) or _stored_parts(value)
-        _remember(value, *found)
-    re, im = found
+        remember(value, *found)
+    re, im = found[:2]
     return re.to(compute), im.to(compute)
 
 
@@ -123,5 +132,5 @@ def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
     else:
         out = torch.view_as_complex(torch.stack([re, im], -1))
         out = out if out.dtype == dtype else out.to(dtype)
-    _remember(out, re, im)
+    remember(out, re, im, computed=True)
     return out
