@@ -37,7 +37,7 @@ def _run_like_eager(overload_name: str, args: tuple) -> Tensor:
 # -- matrix products ----------------------------------------------------------------------------------------
 
 
-@torch.library.custom_op("jitdtypes::complex_matmul", mutates_args=())
+@torch.library.custom_op("jitdtypes::complex_matmul", mutates_args=(), schema="(Tensor a, Tensor b) -> Tensor")
 def complex_matmul(a: Tensor, b: Tensor) -> Tensor:
     """a @ b for matrices (2-D) or batches of them (3-D), at least one complex32/bcomplex32."""
     return _run_like_eager("aten::mm" if a.dim() == 2 else "aten::bmm", (a, b))
@@ -74,11 +74,16 @@ complex_matmul.register_autograd(_complex_matmul_backward, setup_context=_save_o
 # -- FFTs ---------------------------------------------------------------------------------------------------------
 
 
+# Schemas given rather than inferred from the annotations: inferring them was a third of what registering
+# these ops costs `import jitdtypes` (they are registered at enable, so that a compiled artifact finds them).
+_FFT_SCHEMA = "(Tensor x, SymInt[] dim, SymInt normalization, {}) -> Tensor"
+
+
 def _last_dim(x: Tensor, dim: list[int]) -> int:
     return dim[-1] % x.dim()
 
 
-@torch.library.custom_op("jitdtypes::fft_r2c", mutates_args=())
+@torch.library.custom_op("jitdtypes::fft_r2c", mutates_args=(), schema=_FFT_SCHEMA.format("bool onesided"))
 def fft_r2c(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> Tensor:
     """aten._fft_r2c: a complex32/bcomplex32 spectrum of float16/bfloat16 input (complex64 of float32)."""
     return _run_like_eager("aten::_fft_r2c", (x, dim, normalization, onesided))
@@ -93,7 +98,7 @@ def _fft_r2c_fake(x: Tensor, dim: list[int], normalization: int, onesided: bool)
     return x.new_empty(shape, dtype=dtypes.complex_of(x.dtype))
 
 
-@torch.library.custom_op("jitdtypes::fft_c2c", mutates_args=())
+@torch.library.custom_op("jitdtypes::fft_c2c", mutates_args=(), schema=_FFT_SCHEMA.format("bool forward"))
 def fft_c2c(x: Tensor, dim: list[int], normalization: int, forward: bool) -> Tensor:
     """aten._fft_c2c, for complex32/bcomplex32 input (any complex dtype runs)."""
     return _run_like_eager("aten::_fft_c2c", (x, dim, normalization, forward))
@@ -104,7 +109,7 @@ def _fft_c2c_fake(x: Tensor, dim: list[int], normalization: int, forward: bool) 
     return x.new_empty(x.shape)
 
 
-@torch.library.custom_op("jitdtypes::fft_c2r", mutates_args=())
+@torch.library.custom_op("jitdtypes::fft_c2r", mutates_args=(), schema=_FFT_SCHEMA.format("SymInt last_dim_size"))
 def fft_c2r(x: Tensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
     """aten._fft_c2r: a float16/bfloat16 signal of last_dim_size samples from complex32/bcomplex32 input
     (float32 from complex64)."""
