@@ -63,7 +63,8 @@ def part_dtype(dtype: torch.dtype) -> torch.dtype:
     return REAL_OF.get(dtype) or _PART_OF_WIDE.get(dtype, dtype)
 
 
-def _to_complex(dtype: torch.dtype) -> torch.dtype:
+def complex_of(dtype: torch.dtype) -> torch.dtype:
+    """The complex dtype with parts of a real floating dtype (float16 -> complex32, float32 -> complex64)."""
     return COMPLEX_OF.get(dtype) or torch.promote_types(dtype, torch.complex64)
 
 
@@ -76,7 +77,7 @@ def _combine_categories(higher: torch.dtype | None, lower: torch.dtype | None) -
     if higher.is_complex:
         return higher
     if lower.is_complex:
-        return _to_complex(higher) if higher.is_floating_point else lower
+        return complex_of(higher) if higher.is_floating_point else lower
     if higher.is_floating_point:
         return higher
     if higher == torch.bool or lower.is_floating_point:
@@ -92,7 +93,7 @@ def _wrapped_number_category_dtype(value) -> torch.dtype:
     if dtype == torch.float64:
         return torch.get_default_dtype()
     if dtype == torch.complex128:
-        return _to_complex(torch.get_default_dtype())
+        return complex_of(torch.get_default_dtype())
     return dtype
 
 

@@ -149,6 +149,11 @@ class Installation:
 
 def install(findings_by_device: dict) -> Installation:
     """Install the compile path for jitdtypes' findings ({device type: [Finding]}); see the module docstring."""
+    # The custom ops, registered now rather than with the decompositions that use them: a compiled artifact
+    # loaded without Inductor's lowering (an AOTInductor package) calls them by name. torch.library keeps
+    # them for the process's life; they run only where a graph names them.
+    importlib.import_module(f"{__name__}.custom_ops")
+
     installation = Installation()
     try:
         installation.meta_kernels = meta_kernels.install(findings_by_device)

@@ -11,6 +11,8 @@ their ATen node, which Inductor runs eagerly with jitdtypes' kernels, on the pac
 
 from __future__ import annotations
 
+import threading
+
 import torch
 from torch.utils._pytree import tree_flatten
 
@@ -55,6 +57,12 @@ def _complex_input(x) -> bool:
     return planar.involved(x) and x.is_complex()
 
 
+def _arithmetic_involved(*operands) -> bool:
+    """planar.involved, or real 16-bit operands with a complex number or 0-dim complex tensor (x * 1j on
+    float16): ATen's promotion makes the result 16-bit complex then."""
+    return planar.involved(*operands) or _result_dtype(*operands) in planar.SIXTEEN_BIT_COMPLEX
+
+
 def _planar(formula, *operands, dtype: torch.dtype | None = None):
     """formula(*parts) -> (re, im), assembled in the promoted dtype (or `dtype`)."""
     dtype = dtype or _result_dtype(*operands)
@@ -75,13 +83,46 @@ def _unary(overload, formula):
     TABLE[overload] = decomposition
 
 
+# -- views of values in storage ----------------------------------------------------------------------------------
+#
+# A view of a tensor whose value is in storage (a graph input, an ATen fallback's result) stays that ATen view,
+# so a graph returning it runs no kernel and returns eager's strides, as for float16; its parts, views of the
+# base's parts, are remembered for the decompositions that read it. Computed values (held as parts) have no
+# storage to view: their views are taken of the parts.
+
+_VIEWS = frozenset({
+    aten.view.default, aten.permute.default, aten.expand.default, aten.unsqueeze.default, aten.squeeze.default,
+    aten.squeeze.dim, aten.squeeze.dims, aten.slice.Tensor, aten.select.int, aten.alias.default, aten.t.default,
+    aten.transpose.int, aten.diagonal.default, aten.unfold.default,
+})
+_keeping_view = threading.local()
+
+
+def _kept_view(overload, args, kwargs, re, im):
+    """overload(*args, **kwargs) traced as itself (its entry here declines while it runs), with parts re, im."""
+    _keeping_view.active = True
+    try:
+        view = overload(*args, **kwargs)
+    finally:
+        _keeping_view.active = False
+    planar.remember(view, re, im)
+    return view
+
+
+def _keeping() -> bool:
+    return getattr(_keeping_view, "active", False)
+
+
 @_register(aten._conj.default)
 def _conj_view(x):
     # On a conj-flagged tensor _conj clears the flag: that view is how parts() reads such a tensor's storage,
     # so it stays an ATen op (decomposing it would ask parts() for the same tensor again).
-    if not _complex_input(x) or x.is_conj():
+    if _keeping() or not _complex_input(x) or x.is_conj():
         return NotImplemented
-    return _planar(F.conj, x)
+    re, im = F.conj(planar.parts(x, planar.compute_dtype(x.dtype)))
+    if not planar.is_computed(x):
+        return _kept_view(aten._conj.default, (x,), {}, re, im)
+    return planar.assemble(re, im, x.dtype)
 
 
 for _overload, _formula in [
@@ -98,28 +139,28 @@ for _overload, _formula in [
 
 @_register(aten.add.Tensor, aten.add.Scalar)
 def _add(x, y, alpha=1):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
     return _planar(lambda a, b: F.add(a, b, alpha), x, y)
 
 
 @_register(aten.sub.Tensor, aten.sub.Scalar)
 def _sub(x, y, alpha=1):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
     return _planar(lambda a, b: F.add(a, b, -alpha), x, y)
 
 
 @_register(aten.mul.Tensor, aten.mul.Scalar)
 def _mul(x, y):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
     return _planar(F.mul, x, y)
 
 
 @_register(aten.div.Tensor, aten.div.Scalar)
 def _div(x, y):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
     return _planar(F.div, x, y)
 
@@ -133,7 +174,7 @@ def _pow_scalar(x, exponent):
 
 @_register(aten.pow.Tensor_Tensor, aten.pow.Scalar)
 def _pow(x, exponent):
-    if not planar.involved(x, exponent):
+    if not _arithmetic_involved(x, exponent):
         return NotImplemented
 
     def formula(base, w):
@@ -147,14 +188,14 @@ def _pow(x, exponent):
 
 @_register(aten.addcmul.default)
 def _addcmul(x, t1, t2, value=1):
-    if not planar.involved(x, t1, t2):
+    if not _arithmetic_involved(x, t1, t2):
         return NotImplemented
     return _planar(lambda a, b, c: F.add(a, F.mul(b, c), value), x, t1, t2)
 
 
 @_register(aten.addcdiv.default)
 def _addcdiv(x, t1, t2, value=1):
-    if not planar.involved(x, t1, t2):
+    if not _arithmetic_involved(x, t1, t2):
         return NotImplemented
     return _planar(lambda a, b, c: F.add(a, F.div(b, c), value), x, t1, t2)
 
@@ -162,7 +203,7 @@ def _addcdiv(x, t1, t2, value=1):
 @_register(aten.lerp.Scalar, aten.lerp.Tensor)
 def _lerp(start, end, weight):
     """ATen's two-sided lerp: start + w (end - start) for |w| < 1/2, end - (1 - w)(end - start) beyond."""
-    if not planar.involved(start, end, weight):
+    if not _arithmetic_involved(start, end, weight):
         return NotImplemented
 
     def formula(s, e, w):
@@ -180,7 +221,7 @@ def _lerp(start, end, weight):
 
 @_register(aten.where.self)
 def _where(condition, x, y):
-    if not planar.involved(x, y):
+    if not _arithmetic_involved(x, y):
         return NotImplemented
 
     def formula(a, b):
@@ -226,8 +267,9 @@ for _overload in (aten.ne.Tensor, aten.ne.Scalar):
 
 @_register(aten.view_as_real.default)
 def _view_as_real(x):
-    # an input's storage already is the [..., 2] layout: only values computed in this graph are stacked
-    if not planar.is_planar(x):
+    # a value in storage (an input, a view of one) already is the [..., 2] layout: only values computed in
+    # this graph are stacked
+    if not planar.is_computed(x):
         return NotImplemented
     re, im = planar.parts(x, planar.compute_dtype(x.dtype))
     return torch.stack([re, im], -1).to(dtypes.part_dtype(x.dtype))
@@ -272,9 +314,9 @@ def _polar(magnitude, angle):
 
 @_register(aten.view_as_complex.default)
 def _view_as_complex(x):
-    if x.dtype not in planar.SIXTEEN_BIT_REAL:
+    if _keeping() or x.dtype not in planar.SIXTEEN_BIT_REAL:
         return NotImplemented
-    return planar.assemble(x[..., 0].float(), x[..., 1].float(), dtypes.COMPLEX_OF[x.dtype])
+    return _kept_view(aten.view_as_complex.default, (x,), {}, x[..., 0].float(), x[..., 1].float())
 
 
 @_register(aten.full.default)
@@ -315,9 +357,10 @@ def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=Fa
     dtype promotes the arguments at `dtype_from` (the self argument for copies and scatters, whose results
     take self's dtype)."""
     apply = apply or overload
+    view = overload in _VIEWS
 
     def decomposition(*args, **kwargs):
-        if not planar.involved(*(args[i] for i in complex_positions if i < len(args))):
+        if (view and _keeping()) or not planar.involved(*(args[i] for i in complex_positions if i < len(args))):
             return NotImplemented
         dtype = _result_dtype(*(args[i] for i in dtype_from if i < len(args)))
         if not dtype.is_complex:
@@ -328,6 +371,8 @@ def _per_part(overload, complex_positions=(0,), dtype_from=(0,), outputs_many=Fa
             if i < len(args):
                 re_args[i], im_args[i] = _split_value(args[i], compute)
         re, im = apply(*re_args, **kwargs), apply(*im_args, **kwargs)
+        if view and not planar.is_computed(args[0]):
+            return _kept_view(overload, args, kwargs, re, im)
         if outputs_many:
             return [planar.assemble(r, i, dtype) for r, i in zip(re, im)]
         return planar.assemble(re, im, dtype)
@@ -464,19 +509,19 @@ def _matmul(a, b):
     return custom_ops.complex_matmul(a, b)
 
 
-def _scaled_sum(bias, product, beta, alpha):
+def _scaled_sum(bias, product, beta, alpha, dtype):
     """beta * bias + alpha * product, with bias ignored when beta == 0 (ATen's rule: NaN in it is dropped)."""
     if beta == 0:
-        return _planar(lambda p: F.mul(p, planar.parts(alpha)), product)
+        return _planar(lambda p: F.mul(p, planar.parts(alpha)), product, dtype=dtype)
     return _planar(lambda s, p: F.add(F.mul(s, planar.parts(beta)), F.mul(p, planar.parts(alpha))), bias, product,
-                   dtype=product.dtype)
+                   dtype=dtype)
 
 
 @_register(aten.addmm.default, aten.baddbmm.default)
 def _add_matmul(bias, a, b, *, beta=1, alpha=1):
     if not _sixteen_bit(a, b):
         return NotImplemented
-    return _scaled_sum(bias, custom_ops.complex_matmul(a, b), beta, alpha)
+    return _scaled_sum(bias, custom_ops.complex_matmul(a, b), beta, alpha, _result_dtype(bias, a, b))
 
 
 @_register(aten.addbmm.default)
@@ -485,7 +530,8 @@ def _add_batch_sum(bias, a, b, *, beta=1, alpha=1):
         return NotImplemented
     product = custom_ops.complex_matmul(a, b)
     summed = _planar(lambda p: (p[0].sum(0), p[1].sum(0)), product)
-    return _scaled_sum(bias, summed, beta, alpha)
+    # ATen's addbmm accumulates each product into a result of bias's dtype (addmm_ per batch)
+    return _scaled_sum(bias, summed, beta, alpha, bias.dtype)
 
 
 @_register(aten._fft_r2c.default)

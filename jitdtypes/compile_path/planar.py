@@ -27,7 +27,7 @@ from . import bits
 SIXTEEN_BIT_COMPLEX = frozenset(dtypes.COMPLEX_TARGETS)
 SIXTEEN_BIT_REAL = frozenset(dtypes.REAL_TARGETS)
 
-# tensor -> (tracer, version, re, im)
+# tensor -> (tracer, version, re, im, computed: whether the parts are its value, or were read from storage)
 _remembered: WeakIdKeyDictionary = WeakIdKeyDictionary()
 
 
@@ -37,26 +37,35 @@ def _current_tracer():
 
 
 def _lookup(t: torch.Tensor):
+    """(re, im, computed) remembered for t in this trace, or None."""
     entry = _remembered.get(t)
     if entry is None:
         return None
-    tracer_ref, version, re, im = entry
+    tracer_ref, version, *found = entry
     tracer = _current_tracer()
     if tracer is None or tracer_ref() is not tracer or t._version != version:
         del _remembered[t]
         return None
-    return re, im
+    return found
 
 
-def _remember(t: torch.Tensor, re: torch.Tensor, im: torch.Tensor | None) -> None:
+def remember(t: torch.Tensor, re: torch.Tensor, im: torch.Tensor | None, computed: bool = False) -> None:
+    """Later lookups of `t` in this trace get these parts: its value (`computed`, by assemble), or what its
+    storage holds (read by parts(), or views of its base's parts for a view kept as an ATen view)."""
     tracer = _current_tracer()
     if tracer is not None:  # outside a trace (a decomposition called directly) there is nothing to reuse
-        _remembered[t] = (weakref.ref(tracer), t._version, re, im)
+        _remembered[t] = (weakref.ref(tracer), t._version, re, im, computed)
 
 
 def is_planar(value) -> bool:
     """A tensor whose complex value this trace already holds as parts."""
     return isinstance(value, torch.Tensor) and _lookup(value) is not None
+
+
+def is_computed(value) -> bool:
+    """A tensor whose value a decomposition computed as parts: its storage is only a packing of them."""
+    found = isinstance(value, torch.Tensor) and _lookup(value)
+    return bool(found) and found[2]
 
 
 def involved(*args) -> bool:
@@ -84,14 +93,30 @@ def parts(value, compute: torch.dtype = torch.float32):
         return value.to(compute), None
     found = _lookup(value)
     if found is None:
-        if bits.supported(value.dtype):
-            found = bits.unpack(value)
-        else:
-            real = torch.view_as_real(value.resolve_conj().resolve_neg())
-            found = real[..., 0], real[..., 1]
-        _remember(value, *found)
-    re, im = found
+        found = _known_parts(value, compute) or _stored_parts(value)
+        remember(value, *found)
+    re, im = found[:2]
     return re.to(compute), im.to(compute)
+
+
+def _stored_parts(t: torch.Tensor):
+    if bits.supported(t.dtype):
+        return bits.unpack(t)
+    real = torch.view_as_real(t.resolve_conj().resolve_neg())
+    return real[..., 0], real[..., 1]
+
+
+def _known_parts(t: torch.Tensor, compute: torch.dtype):
+    """(re, im) of a fake tensor whose value the trace knows (`FakeTensor.constant`: a Python number's
+    tensor, or an op on one), as constants. Its graph node may be a lazy view whose flag the fake tensor does
+    not carry: the backward of `x * 1j` holds `aten._conj(1j)`, whose fake result says "not conjugated", so
+    reading it as storage (view_as_real, words) fails or drops the conjugation when the graph runs."""
+    known = getattr(t, "constant", None)
+    if not isinstance(known, torch.Tensor) or known.numel() != 1:
+        return None
+    value = complex(known.item())
+    fill = lambda part: torch.full(t.shape, part, dtype=compute, device=t.device)  # noqa: E731
+    return fill(value.real), fill(value.imag)
 
 
 def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
@@ -107,5 +132,5 @@ def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
     else:
         out = torch.view_as_complex(torch.stack([re, im], -1))
         out = out if out.dtype == dtype else out.to(dtype)
-    _remember(out, re, im)
+    remember(out, re, im, computed=True)
     return out
