@@ -12,8 +12,9 @@ widening's ToCopyBackward). Double backward (create_graph) is PyTorch's too, on 
 
 Memory stays 16-bit: what the 32-bit node saves goes through saved_tensors_hooks and is held as the caller's
 own 16-bit input, the rounded result, or (other intermediates) rounded to the family's dtype, widened again
-when backward reads it; an entry may keep its saved results in 32 bits where they are reduced and their
-rounding is what breaks the gradient. Where PyTorch disables the hooks (torch.compile's tracing, torch.func
+when backward reads it (and handed to the caller's own hooks, if any); an entry may instead have its saved
+results computed again in 32 bits from the saved inputs when backward reads them, where their 16-bit rounding
+is what breaks the gradient. Where PyTorch disables the hooks (torch.compile's tracing, torch.func
 transforms) the node saves its 32-bit tensors as it would for complex64.
 
 Calls without a target dtype never reach this module under the compiled guard; with a target dtype but no
@@ -39,8 +40,9 @@ class WideGradient:
     # the overloads whose discovery findings say for which dtypes jitdtypes computes the forward (the op itself
     # unless it lowers to another, e.g. logcumsumexp to _logcumsumexp)
     forward: tuple[str, ...] = ()
-    # saved results stay complex64/float32 (reduced results whose 16-bit rounding is what breaks the gradient)
-    wide_results: bool = False
+    # saved results are computed again in 32 bits from the saved 16-bit inputs when backward reads them, where
+    # their 16-bit rounding is what breaks the gradient (exp(self - result) with result near 1e4, spacing 8)
+    recompute_results: bool = False
 
     @property
     def decided_by(self) -> tuple[str, ...]:
@@ -52,7 +54,8 @@ WIDE_GRADIENTS = (
     WideGradient("aten::_linalg_det", "LinalgDetBackward0 refuses it: \"doesn't handle types other than float and "
                                       "double\""),
     WideGradient("aten::logcumsumexp", "LogcumsumexpBackward0 refuses it: logcumsumexp_backward has no "
-                                       "ComplexHalf/BComplex32 kernel", forward=("aten::_logcumsumexp",)),
+                                       "ComplexHalf/BComplex32 kernel; its formula reads exp(self - result)",
+                 forward=("aten::_logcumsumexp",), recompute_results=True),
     WideGradient("aten::renorm", "RenormBackward0 refuses it: toAccumulateType asserts on ComplexHalf/BComplex32"),
     WideGradient("aten::logaddexp", _OVERFLOW + "exp(other - self) passes 65504 (self=-8+1j, other=4: 1.6e5)"),
     WideGradient("aten::sinc", _OVERFLOW + "pi*x*cos(pi*x) passes 65504 (x=-3.97+3.27j: 1.7e5)"),
@@ -83,11 +86,13 @@ def supported(info: Overload) -> bool:
 class _Saved:
     """One tensor the 32-bit node saved; 16-bit once the call has returned (see _hold)."""
 
-    __slots__ = ("tensor", "version")
+    __slots__ = ("tensor", "version", "outer_unpack", "recompute")
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self.tensor = tensor
         self.version = None
+        self.outer_unpack = None  # the caller's own saved_tensors_hooks, applied to the 16-bit tensor
+        self.recompute = None  # for a result computed again: () -> the 32-bit result
 
 
 def _pack(saved: list):
@@ -100,31 +105,66 @@ def _pack(saved: list):
 
 
 def _unpack(holder: _Saved):
-    tensor = holder.tensor
-    if holder.version is not None and tensor._version != holder.version:
-        raise RuntimeError("one of the variables needed for gradient computation has been modified by an inplace "
-                           f"operation: [{tensor.dtype}{list(tensor.shape)}] is at version {tensor._version}; "
-                           f"expected version {holder.version} instead")
+    if holder.recompute is not None:
+        return holder.recompute()
+    tensor = holder.tensor if holder.outer_unpack is None else holder.outer_unpack(holder.tensor)
+    if holder.version is not None:
+        _check_version(tensor, holder.version)
     wide = dtypes.COMPUTE_DTYPE.get(tensor.dtype)
     return tensor if wide is None else tensor.to(wide)
 
 
-def _hold(saved: list, originals: dict, results: dict, family) -> None:
+def _hold(saved: list, originals: dict, results: dict, family, outer, recompute) -> None:
     """Replace each saved 32-bit tensor by its 16-bit form: the caller's own input it was widened from (its
-    version recorded, as PyTorch checks it), the rounded result, or a rounded copy."""
+    version recorded, as PyTorch checks it), the rounded result, or a rounded copy; then hand it to the
+    caller's `outer` (pack, unpack) hooks, if any (offloading, checkpointing), which then own it.
+    `recompute(index)`: for a result computed again, the callable that does it; else None."""
     complex16, real16 = family
     for holder in saved:
         tensor = holder.tensor
         original = originals.get(id(tensor)) or results.get(id(tensor))
         if original is not None and original[0] is tensor:
-            if original[1] is None:
-                continue  # a result kept in 32 bits
+            if recompute is not None and id(tensor) in results:
+                holder.tensor, holder.recompute = None, recompute(original[2])
+                continue
             holder.tensor = original[1].detach()
             holder.version = holder.tensor._version
         elif tensor.dtype == torch.complex64:
             holder.tensor = tensor.to(complex16)
         elif tensor.dtype == torch.float32:
             holder.tensor = tensor.to(real16)
+        if outer is not None:
+            holder.tensor, holder.outer_unpack, holder.version = outer[0](holder.tensor), outer[1], None
+
+
+def _recomputer(op, args, kwargs, family):
+    """recompute(index) -> a callable computing the op's result (`index` of a tuple result) in 32 bits again,
+    from this call's 16-bit inputs (held detached, their versions checked when it runs)."""
+    held = [(a.detach(), a._version) if isinstance(a, torch.Tensor) else (a, None) for a in args]
+    held_kwargs = {k: (v.detach(), v._version) if isinstance(v, torch.Tensor) else (v, None) for k, v in kwargs.items()}
+
+    def widened(value, version):
+        if version is None:
+            return value
+        _check_version(value, version)
+        return value.to(dtypes.COMPUTE_DTYPE[value.dtype]) if value.dtype in family else value
+
+    def recompute(index):
+        def run():
+            with torch.no_grad():
+                result = op(*(widened(*a) for a in held), **{k: widened(*v) for k, v in held_kwargs.items()})
+            return result if index is None else result[index]
+
+        return run
+
+    return recompute
+
+
+def _check_version(tensor: torch.Tensor, version: int) -> None:
+    if tensor._version != version:
+        raise RuntimeError("one of the variables needed for gradient computation has been modified by an inplace "
+                           f"operation: [{tensor.dtype}{list(tensor.shape)}] is at version {tensor._version}; "
+                           f"expected version {version} instead")
 
 
 def kernel_factory(info: Overload, entry: WideGradient, targets, fallback_for):
@@ -164,6 +204,7 @@ def kernel_factory(info: Overload, entry: WideGradient, targets, fallback_for):
             wide_kwargs = {k: widen(v) if k in keywords else v for k, v in kwargs.items()}
             hooks = torch._C._autograd._saved_tensors_hooks_is_enabled()
             saved: list = []
+            outer = torch._C._autograd._top_saved_tensors_default_hooks(False) if hooks else None
             if hooks:
                 with torch.autograd.graph.saved_tensors_hooks(_pack(saved), _unpack):
                     wide_result = op(*wide_args, **wide_kwargs)
@@ -171,17 +212,19 @@ def kernel_factory(info: Overload, entry: WideGradient, targets, fallback_for):
                 wide_result = op(*wide_args, **wide_kwargs)
             results: dict = {}
 
-            def round_back(value):
+            def round_back(value, index):
                 rounded = {torch.complex64: family[0], torch.float32: family[1]}.get(value.dtype)
                 result = value if rounded is None else value.to(rounded)
-                results[id(value)] = (value, None if entry.wide_results else result)
+                results[id(value)] = (value, result, index)
                 return result
 
-            if isinstance(wide_result, Tensor):
-                result = round_back(wide_result)
+            single = isinstance(wide_result, Tensor)
+            if single:
+                result = round_back(wide_result, None)
             else:
-                result = tuple(round_back(r) if isinstance(r, Tensor) else r for r in wide_result)
-            _hold(saved, originals, results, family)
+                result = tuple(round_back(r, i) if isinstance(r, Tensor) else r for i, r in enumerate(wide_result))
+            recompute = _recomputer(op, args, kwargs, family) if entry.recompute_results and saved else None
+            _hold(saved, originals, results, family, outer, recompute)
             return result
 
         def kernel(keyset, *args, **kwargs):
