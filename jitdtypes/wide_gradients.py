@@ -56,6 +56,9 @@ WIDE_GRADIENTS = (
     WideGradient("aten::logcumsumexp", "LogcumsumexpBackward0 refuses it: logcumsumexp_backward has no "
                                        "ComplexHalf/BComplex32 kernel; its formula reads exp(self - result)",
                  forward=("aten::_logcumsumexp",), recompute_results=True),
+    WideGradient("aten::logsumexp", "its formula reads exp(self - result), with result rounded to float16 (spacing 2 "
+                                    "near 2600); computed in 16-bit pieces (exp_, sum, log_)",
+                 forward=("aten::exp_",), recompute_results=True),
     WideGradient("aten::renorm", "RenormBackward0 refuses it: toAccumulateType asserts on ComplexHalf/BComplex32"),
     WideGradient("aten::logaddexp", _OVERFLOW + "exp(other - self) passes 65504 (self=-8+1j, other=4: 1.6e5)"),
     WideGradient("aten::sinc", _OVERFLOW + "pi*x*cos(pi*x) passes 65504 (x=-3.97+3.27j: 1.7e5)"),
@@ -177,6 +180,7 @@ def kernel_factory(info: Overload, entry: WideGradient, targets, fallback_for):
     targets = frozenset(targets)
     op = info.op
     Tensor = torch.Tensor
+    grad_enabled = torch.is_grad_enabled
 
     def make(original):
         native = fallback_for(original)
@@ -187,9 +191,10 @@ def kernel_factory(info: Overload, entry: WideGradient, targets, fallback_for):
 
         def wide_call(keyset, args, kwargs):
             inputs = tensors(args, kwargs)
+            if not any(t.requires_grad for t in inputs):
+                return native(keyset, args, kwargs)
             family = dtypes.round_back_family(inputs)
-            if (family is None or family[0] not in targets or not torch.is_grad_enabled()
-                    or not any(t.requires_grad for t in inputs)):
+            if family is None or family[0] not in targets:
                 return native(keyset, args, kwargs)
             originals: dict = {}
 
@@ -228,6 +233,8 @@ def kernel_factory(info: Overload, entry: WideGradient, targets, fallback_for):
             return result
 
         def kernel(keyset, *args, **kwargs):
+            if not grad_enabled():
+                return native(keyset, args, kwargs)
             for i in positions:
                 if i < len(args):
                     value = args[i]
