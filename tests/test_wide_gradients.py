@@ -52,6 +52,7 @@ CASES = [
     ("pow tensor", torch.pow, lambda: [_randn(6) + 2, _randn(6)]),
     ("rpow", lambda x: 2 ** x, lambda: [_randn(6)]),
     ("matrix_exp", torch.linalg.matrix_exp, lambda: [_randn(3, 3)]),
+    ("householder_product", torch.linalg.householder_product, lambda: [_randn(5, 4), _randn(3)]),
 ]
 
 
