@@ -62,8 +62,8 @@ WIDE_GRADIENTS = (
     WideGradient("aten::renorm", "RenormBackward0 refuses it: toAccumulateType asserts on ComplexHalf/BComplex32"),
     WideGradient("aten::logaddexp", _OVERFLOW + "exp(other - self) passes 65504 (self=-8+1j, other=4: 1.6e5)"),
     WideGradient("aten::sinc", _OVERFLOW + "pi*x*cos(pi*x) passes 65504 (x=-3.97+3.27j: 1.7e5)"),
-    WideGradient("aten::pow.Tensor_Scalar", _OVERFLOW + "exponent * self^(exponent - 1) passes 65504 before the "
-                                                        "gradient's own scale"),
+    WideGradient("aten::pow.Tensor_Scalar", _OVERFLOW + "grad * exponent * self^(exponent - 1) passes 65504 in "
+                                                        "a product the gradient's other factors bring back"),
     WideGradient("aten::pow.Tensor_Tensor", _OVERFLOW + "self^exponent * log(self) and exponent * "
                                                         "self^(exponent - 1) pass 65504"),
     WideGradient("aten::pow.Scalar", _OVERFLOW + "self^exponent * log(self) passes 65504 (x.__rpow__)"),
