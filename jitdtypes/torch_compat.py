@@ -26,9 +26,9 @@ _IMPL_OVERRIDES = (
 )
 
 
-def impl(library: torch.library.Library, name: str, kernel, dispatch_key: str) -> None:
+def impl(library: torch.library.Library, name: str, kernel, dispatch_key: str, with_keyset: bool = False) -> None:
     """`library.impl(name, kernel, dispatch_key)`, in front of whatever Python kernel is registered there."""
-    library.impl(name, kernel, dispatch_key, **_IMPL_OVERRIDES)
+    library.impl(name, kernel, dispatch_key, with_keyset=with_keyset, **_IMPL_OVERRIDES)
 
 
 def _interpreted(kernel) -> bool:

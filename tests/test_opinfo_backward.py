@@ -40,17 +40,6 @@ TARGETS = list(dtypes.COMPLEX_TARGETS)
 OPS = bwd.backward_ops()
 SAMPLE_BY_DTYPE = {"complex32": 0, "bcomplex32": 1}
 
-_LOGCUMSUMEXP = "LogcumsumexpBackward0: logcumsumexp_backward has no 16-bit complex kernel"
-_RENORM = "RenormBackward0: INTERNAL ASSERT in AccumulateType.cpp (no accumulate type for 16-bit complex)"
-_OVERFLOW = "NaN: an intermediate of the derivative formula, evaluated in fp16, passes 65504"
-# Failures inside PyTorch's C++ derivative formulas and fp16 overflow in them, fixed on branch bwdfn: remove
-# each entry when that branch merges. Only those the CI samples reach (linalg.det and logaddexp fail on
-# later samples: benchmarks/backward_sweep.py). dtype name -> {OpInfo id: reason}
-FIXED_ON_BRANCH_BWDFN: dict[str, dict[str, str]] = {
-    "complex32": {"logcumsumexp": _LOGCUMSUMEXP, "renorm": _RENORM, "sinc": _OVERFLOW},
-    "bcomplex32": {"logcumsumexp": _LOGCUMSUMEXP, "renorm": _RENORM},
-}
-
 
 @functools.lru_cache(maxsize=None)
 def _overridden(dtype_name: str) -> frozenset:
@@ -76,13 +65,8 @@ def test_gradients_match_complex64(op, target):
         assert raising is None or raising in _overridden(name), (
             f"discovery self-check: {raising} raised {result.raised!r} in {op_id}'s backward, and jitdtypes does "
             f"not override it for {name}")
-    expected_failure = FIXED_ON_BRANCH_BWDFN[name].get(op_id)
-    passed = result.error <= bwd.GRAD_ULPS
-    if expected_failure:
-        assert not passed, f"{op_id} passes in {name}: remove its expected failure ({expected_failure})"
-        pytest.xfail(expected_failure)
-    assert passed, (f"{op_id} sample {result.index} in {name}: "
-                    f"{result.raised or f'gradient error {result.error:.3g} eps > {bwd.GRAD_ULPS}'}")
+    assert result.error <= bwd.GRAD_ULPS, (f"{op_id} sample {result.index} in {name}: "
+                                           f"{result.raised or f'gradient error {result.error:.3g} eps > {bwd.GRAD_ULPS}'}")
 
 
 def test_repros_of_issue_22():
@@ -103,9 +87,3 @@ def test_repros_of_issue_22():
             got = torch.autograd.grad(fn(low).abs().sum(), low)[0]
             assert got.dtype == target
             assert bwd.grad_error(got, want, target) <= bwd.GRAD_ULPS, (target, shape)
-
-
-@pytest.mark.parametrize("target", TARGETS, ids=[dtypes.NAMES[d] for d in TARGETS])
-def test_expected_failures_name_known_ops(target):
-    known = {db.op_id(op) for op in OPS}
-    assert set(FIXED_ON_BRANCH_BWDFN[dtypes.NAMES[target]]) <= known

@@ -41,6 +41,7 @@ inline const std::unordered_multimap<std::string, TypedRegistrar>& typed_signatu
       JD_TYPED("!Tensor,Tensor,bool->!Tensor", W(W, T, bool)),
       JD_TYPED("Tensor,int->Tensor", Tensor(T, int64_t)),
       JD_TYPED("Tensor,int[]->Tensor", Tensor(T, at::IntArrayRef)),
+      JD_TYPED("Tensor,int[],bool->Tensor", Tensor(T, at::IntArrayRef, bool)),
       JD_TYPED("Tensor,int,ScalarType?->Tensor", Tensor(T, int64_t, ODtype)),
       JD_TYPED("Tensor,int[]?,bool,ScalarType?->Tensor", Tensor(T, ODims, bool, ODtype)),
       JD_TYPED("Tensor,int[]?,bool,ScalarType?,!Tensor->!Tensor", W(T, ODims, bool, ODtype, W)),

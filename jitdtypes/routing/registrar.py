@@ -15,7 +15,7 @@ import warnings
 
 import torch
 
-from .. import dtypes, engine, entry_points, native_guard, path_record, torch_compat, upcast, wrapped_numbers
+from .. import dtypes, engine, entry_points, native_guard, path_record, torch_compat, upcast, wide_gradients, wrapped_numbers
 from ..findings import MISSING, PARTIAL, Finding, kernel_level
 from ..schema import TENSOR_LIST, Overload, overload
 from . import router, sources
@@ -57,14 +57,15 @@ class Registration:
         self.typed: set[tuple[str, str]] = set()  # compiled guards with the operator's unboxed signature
 
     def register(self, info: Overload, dispatch_key: str, make_python_kernel, missing, partial=(),
-                 upcast=()) -> None:
+                 upcast=(), with_keyset: bool = False) -> None:
         """Register the Python kernel `make_python_kernel(original)` at `dispatch_key`, and the compiled
         guard over it when this registration uses one (`missing`, `partial`: the dtypes it hands over;
-        `upcast`: (dtype, counter cell) pairs it may upcast in C++)."""
+        `upcast`: (dtype, counter cell) pairs it may upcast in C++; `with_keyset`: the kernel takes the
+        dispatcher's keyset first)."""
         captured = self.compiled.capture(info.full_name, dispatch_key) if self.compiled else None
         try:
             original = torch.library.get_kernel(info.full_name, dispatch_key)
-            torch_compat.impl(self.library, info.short_name, make_python_kernel(original), dispatch_key)
+            torch_compat.impl(self.library, info.short_name, make_python_kernel(original), dispatch_key, with_keyset)
             if captured is not None and self.compiled.guard(captured, info, dispatch_key, missing, partial, upcast):
                 self.typed.add((info.full_name, dispatch_key))
         finally:
@@ -120,9 +121,31 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
                     [(d, path_record.native_counter(info.full_name, dtypes.NAMES[d], device_type, path_record.UPCAST))
                      for d in upcast],
                 )
+        _install_wide_gradients(findings, device_type, registration)
     for name, key, factory, handed_over in entry_points.entries([d.upper() for d in findings_by_device]):
         registration.register(overload(name), key, lambda original: factory(original, _constant_keyset(key)),
                               handed_over)
+
+
+def _install_wide_gradients(findings: list[Finding], device_type: str, registration: Registration) -> None:
+    """The Autograd-key kernels of wide_gradients, for the dtypes whose forward discovery found lacking; not
+    where a composite op's router already holds that key (it computes the whole op, backward too, in 32 bits)."""
+    status = {f.overload: f.status for f in findings}
+    key = f"Autograd{device_type.upper()}"
+    for entry in wide_gradients.WIDE_GRADIENTS:
+        targets = wide_gradients.target_dtypes(entry, status)
+        if not targets or (entry.overload, key) in registration.keys:
+            continue
+        try:
+            info = overload(entry.overload)
+        except RuntimeError:
+            continue  # not in this torch build
+        if not wide_gradients.supported(info):
+            continue
+        names = {dtypes.NAMES[d]: MISSING for d in targets}
+        native = lambda original, info=info: router.Router(info, original, names, device_type, templates=False).native  # noqa: E731
+        registration.register(info, key, wide_gradients.kernel_factory(info, entry, targets, native), targets,
+                              with_keyset=True)
 
 
 def _cpp_upcast_dtypes(info: Overload, dispatch_key: str, missing) -> list:
