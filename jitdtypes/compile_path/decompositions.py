@@ -324,7 +324,9 @@ def _full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=
     if dtype not in planar.SIXTEEN_BIT_COMPLEX:
         return NotImplemented
     re, im = (fill_value.real, fill_value.imag) if isinstance(fill_value, complex) else (fill_value, 0.0)
-    make = lambda value: torch.full(size, value, dtype=torch.float32, device=device)  # noqa: E731
+    # the parts are the fill rounded to 16 bits, as eager's tensor holds them (full(70000) is inf in complex32)
+    part = dtypes.part_dtype(dtype)
+    make = lambda value: torch.full(size, value, dtype=torch.float32, device=device).to(part).float()  # noqa: E731
     return planar.assemble(make(re), make(im), dtype)
 
 

@@ -63,8 +63,8 @@ def div(x, y):
     scale = 1.0 / torch.where(c_wins, c + d * ratio, d + c * ratio)
     re = torch.where(c_wins, (a + b * ratio) * scale, (a * ratio + b) * scale)
     im = torch.where(c_wins, (b - a * ratio) * scale, (b * ratio - a) * scale)
-    both_zero = (c == 0) & (d == 0)
-    return torch.where(both_zero, a / c, re), torch.where(both_zero, b / d, im)
+    both_zero = (c == 0) & (d == 0)  # c10 divides by |c| and |d| there: 1 / (-0 + 0i) is inf + i NaN
+    return torch.where(both_zero, a / c.abs(), re), torch.where(both_zero, b / d.abs(), im)
 
 
 def _tensor(value, like: torch.Tensor) -> torch.Tensor:
@@ -82,8 +82,11 @@ def reciprocal(x):
 def exp(x):
     a, b = x
     scale = torch.exp(a)
-    # exp(inf + 0i) is inf + 0i, not inf*sin(0) = NaN
-    return scale * torch.cos(b), torch.where(b == 0, b, scale * torch.sin(b))
+    re, im = scale * torch.cos(b), torch.where(b == 0, b, scale * torch.sin(b))  # exp(inf + 0i) = inf + 0i
+    # Annex G (glibc's cexpf): exp(+inf + i nonfinite) = inf + i NaN, exp(-inf + i nonfinite) = 0 + 0i, not NaN
+    infinite_re = a.isinf() & ~b.isfinite()
+    return (torch.where(infinite_re, scale, re),
+            torch.where(infinite_re, torch.where(a > 0, b - b, torch.zeros_like(b)), im))
 
 
 def exp2(x):
@@ -92,16 +95,25 @@ def exp2(x):
 
 
 def expm1(x):
-    """exp(z) - 1 without cancellation near 0: re = expm1(a) cos b - 2 sin^2(b/2)."""
+    """exp(z) - 1 without cancellation near 0: re = expm1(a) cos b - 2 sin^2(b/2). c10::complex's expm1 has no
+    real-axis special case: expm1(inf + 0i) is inf + i NaN there (inf * sin 0), and so it is here."""
     a, b = x
     half_sin = torch.sin(b * 0.5)
     re = torch.expm1(a) * torch.cos(b) - 2.0 * half_sin * half_sin
-    return re, torch.where(b == 0, b, torch.exp(a) * torch.sin(b))
+    return re, torch.exp(a) * torch.sin(b)
 
 
 def log(x):
     a, b = x
-    return torch.log(torch.hypot(a, b)), torch.atan2(b, a)
+    size = torch.hypot(a, b)
+    # |z| past float32's range (bfloat16 parts near 3e38): log |z/2| + log 2, as clogf scales
+    overflows = size.isinf() & a.isfinite() & b.isfinite()
+    re = torch.where(overflows, torch.log(torch.hypot(a * 0.5, b * 0.5)) + _LN2, torch.log(size))
+    # near |z| = 1, log |z| = log1p(x^2 + y^2 - 1) / 2 with x >= y, as clogf: log(1 + 1e-7i) is 5e-15, not 0
+    big, small = torch.maximum(a.abs(), b.abs()), torch.minimum(a.abs(), b.abs())
+    near_one = (size > 0.5) & (size < 2.0)
+    re = torch.where(near_one, 0.5 * torch.log1p((big - 1.0) * (big + 1.0) + small * small), re)
+    return re, torch.atan2(b, a)
 
 
 def log2(x):
@@ -115,22 +127,33 @@ def log10(x):
 
 
 def log1p(x):
-    """log(1 + z); near 0 the real part is log1p(2a + a^2 + b^2) / 2, which keeps tiny |z| exact."""
+    """c10::complex's CPU log1p (numpy's): u = 1 + z; z where u == 1, else log(u) * z / (u - 1), which undoes
+    the rounding of 1 + z (the factor is 1 where u - 1 == z)."""
     a, b = x
-    near_zero = 0.5 * torch.log1p(a * (2.0 + a) + b * b)
-    far = torch.log(torch.hypot(1.0 + a, b))
-    return torch.where(torch.hypot(a, b) < 0.5, near_zero, far), torch.atan2(b, 1.0 + a)
+    u_re = 1.0 + a
+    shifted = u_re - 1.0
+    log_u = log((u_re, b))
+    corrected = mul(log_u, div((a, b), (shifted, b)))
+    unchanged, exact = (u_re == 1.0) & (b == 0), (shifted == a) & (b == b)  # complex ==: NaN is unequal
+    return tuple(torch.where(unchanged, part, torch.where(exact, log_part, corrected_part))
+                 for part, log_part, corrected_part in zip((a, b), log_u, corrected))
 
 
 def sqrt(x):
     """Principal square root with the branch cut on the negative reals, the sign of im kept (-4 - 0i -> -2i)."""
     a, b = x
     t = torch.sqrt(0.5 * a.abs() + 0.5 * torch.hypot(a, b))
+    # (|a| + |z|) / 2 past float32's range (bfloat16 parts near 3e38): sqrt(2) sqrt((|a| + |z|) / 4)
+    overflows = t.isinf() & a.isfinite() & b.isfinite()
+    t = torch.where(overflows, math.sqrt(2.0) * torch.sqrt(0.25 * a.abs() + torch.hypot(a * 0.25, b * 0.25)), t)
     safe_t = torch.where(t == 0, torch.ones_like(t), t)
     right_half = a >= 0
     re = torch.where(right_half, t, b.abs() / (2.0 * safe_t))
     im = torch.where(right_half, b / (2.0 * safe_t), torch.copysign(t, b))
-    return torch.where(t == 0, t, re), torch.where(t == 0, b, im)
+    re, im = torch.where(t == 0, t, re), torch.where(t == 0, b, im)
+    # sqrt(x + i inf) = inf + i inf for every x, NaN included (Annex G; b / 2t would be inf / inf)
+    infinite_im = b.isinf()
+    return torch.where(infinite_im, b.abs(), re), torch.where(infinite_im, b, im)
 
 
 def rsqrt(x):
@@ -163,26 +186,38 @@ def power(x, w):
 
 
 # On the real axis (b == 0) the imaginary part is an exact zero: where() keeps inf * 0 from making it NaN.
-
-
-def sin(x):
-    a, b = x
-    return torch.sin(a) * torch.cosh(b), torch.where(b == 0, b, torch.cos(a) * torch.sinh(b))
-
-
-def cos(x):
-    a, b = x
-    return torch.cos(a) * torch.cosh(b), torch.where(b == 0, b, -torch.sin(a) * torch.sinh(b))
+# A non-finite imaginary part follows Annex G (glibc's csinhf, ccoshf, ctanhf, as c10::complex calls them):
+# sinh(0 + i inf) = 0 + i NaN, cosh(inf + i NaN) = inf + i NaN ..., where the products give NaN for both
+# parts. sin, cos and tan are sinh, cosh and tanh of iz, as in Annex G, so they meet the same special cases.
 
 
 def sinh(x):
     a, b = x
-    return torch.sinh(a) * torch.cos(b), torch.where(b == 0, b, torch.cosh(a) * torch.sin(b))
+    re, im = torch.sinh(a) * torch.cos(b), torch.where(b == 0, b, torch.cosh(a) * torch.sin(b))
+    nonfinite_im = ~b.isfinite()
+    kept = torch.where(a == 0, a, torch.full_like(a, math.inf))  # the real part of sinh(0 or +-inf + i nonfinite)
+    return torch.where(nonfinite_im & ((a == 0) | a.isinf()), kept, re), im
 
 
 def cosh(x):
     a, b = x
-    return torch.cosh(a) * torch.cos(b), torch.where(b == 0, b, torch.sinh(a) * torch.sin(b))
+    re, im = torch.cosh(a) * torch.cos(b), torch.where(b == 0, b, torch.sinh(a) * torch.sin(b))
+    nonfinite_im = ~b.isfinite()
+    return (torch.where(nonfinite_im & a.isinf(), a.abs(), re),
+            torch.where(nonfinite_im & (a == 0), torch.zeros_like(a), im))
+
+
+def sin(x):
+    # sin(z) = -i sinh(iz); glibc's csinf gives +inf as the imaginary part where sinh's sign rule would flip it
+    a, b = x
+    re, im = sinh((-b, a))
+    return im, torch.where(b.isinf() & ~a.isfinite(), b.abs(), -re)
+
+
+def cos(x):
+    # cos(z) = cosh(iz)
+    a, b = x
+    return cosh((-b, a))
 
 
 def tanh(x):
@@ -196,7 +231,11 @@ def tanh(x):
     large = a.abs() > 20.0
     re = torch.where(large, torch.sign(a), beta * rho * s / denominator)
     im = torch.where(large, 4.0 * torch.sin(b) * torch.cos(b) * torch.exp(-2.0 * a.abs()), t / denominator)
-    return re, im
+    # Annex G: tanh(+-inf + iy) = +-1 + 0i for every y, tanh(finite + i nonfinite) is NaN + i NaN but for
+    # tanh(0 + i nonfinite) = 0 + i NaN, and the real axis keeps an exact zero (tanh(NaN + 0i) = NaN + 0i)
+    finite_re_nonfinite_im = a.isfinite() & ~b.isfinite()
+    re = torch.where(finite_re_nonfinite_im, torch.where(a == 0, a, b - b), re)
+    return re, torch.where(b == 0, b, torch.where(a.isinf(), torch.zeros_like(b), im))
 
 
 def tan(x):
@@ -226,7 +265,9 @@ def angle(x):
 
 
 def sgn(x):
-    """z / |z|, and 0 at 0."""
+    """z / |z|, and 0 at 0. On infinite parts eager itself differs by kernel: complex64's vectorized sgn divides
+    each part by |z| (sgn(0 + i inf) = 0 + i NaN), its scalar sgn_impl divides by the complex |z| + 0i
+    (NaN + i NaN); this is the vectorized one (docs/COMPILE.md)."""
     a, b = x
     size = torch.hypot(a, b)
     safe = torch.where(size == 0, torch.ones_like(size), size)
