@@ -67,3 +67,34 @@ def test_vector_code_matches_the_decomposed_graph_on_special_values(dtype):
             if bad.any():
                 wrong.append(f"{program.name} {layout}: {int(bad.sum())} of {bad.numel()}")
     assert not wrong, "\n".join(wrong)
+
+
+# The formulas against eager jitdtypes (complex64 ATen kernels, rounded): the decomposed graph run by ATen
+# (Inductor's code generation is the test above's), on the contiguous grid. The other programs of
+# tests/special_values.py differ from eager where eager's own value is an implementation detail
+# (docs/COMPILE.md, "Special values under Inductor's vector code").
+MATCHING_EAGER = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "x ** 0.5", "sin",
+                  "cos", "tan", "sinh", "cosh", "tanh", "sigmoid", "reciprocal", "abs", "angle", "polar",
+                  "x * y", "conj * y", "x ** 2", "complex64 to", "float32 to", "to complex64"]
+FORMULA_PROGRAMS = [p for p in special_values.PROGRAMS if p.name in MATCHING_EAGER]
+
+
+def _run_formulas(tensors):
+    return [p.run(*(tensors[name] for name in p.operands)) for p in FORMULA_PROGRAMS]
+
+
+@pytest.mark.parametrize("dtype", TARGETS, ids=IDS)
+def test_formulas_match_eager_on_special_values(dtype):
+    assert len(FORMULA_PROGRAMS) == len(MATCHING_EAGER)
+    tensors = special_values.inputs(dtype, "contiguous")
+    torch._dynamo.reset()
+    expected = torch.compile(_run_formulas, backend="aot_eager", fullgraph=True)(tensors)
+    torch._dynamo.reset()
+    actual = torch.compile(_run_formulas, backend="aot_eager_decomp_partition", fullgraph=True)(tensors)
+    wrong = []
+    for program, got, want in zip(FORMULA_PROGRAMS, actual, expected):
+        assert (got.dtype, got.shape) == (want.dtype, want.shape), program.name
+        bad = _disallowed(got, want, dtype)
+        if bad.any():
+            wrong.append(f"{program.name}: {int(bad.sum())} of {bad.numel()}")
+    assert not wrong, "\n".join(wrong)
