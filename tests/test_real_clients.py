@@ -3,8 +3,9 @@ torch-harmonics' spherical harmonic transforms and spectral convolution, and a s
 layers and activations. Forward and backward, eager and compiled with Inductor, against complex64 (float32 for
 real tensors) on the same rounded inputs and parameters: values, gradients and result dtypes.
 
-Inductor's compile dominates the time: all programs of one dtype form one module compiled once (fullgraph,
-static shapes), and each test checks its program's part of that one run."""
+Inductor's compile dominates the time (C++ for every kernel, forward and backward): all programs of one dtype
+form one module compiled once (fullgraph, static shapes), each test checks its program's part of that one run,
+and the compiled module holds the spherical transforms on one grid (eager runs all three)."""
 
 import copy
 import functools
@@ -32,18 +33,19 @@ def _import_or_skip(name):
 th = _import_or_skip("torch_harmonics")
 cvnn = _import_or_skip("torchcvnn.nn")
 
-# Grids of the spherical transforms: 32x64 is the size whose compiled complex32 transform once gave NaN.
-SPHERE_GRIDS = ((8, 16), (16, 32), (32, 64))
+# Grids of the spherical transforms, run eagerly; the compiled run takes the last: 32x64 is the size whose
+# compiled complex32 transform once gave NaN (issue 21, point 1). Each grid adds its own kernels to compile.
+SPHERE_GRIDS = {"eager": ((8, 16), (16, 32), (32, 64)), "compiled": ((32, 64),)}
 
 
 class SphericalRoundTrips(nn.Module):
     """RealSHT then InverseRealSHT on each grid; returns the (complex) coefficients and the (real) signals.
     Both transforms cast their Legendre weights to the input's dtype, so a 16-bit signal stays 16-bit."""
 
-    def __init__(self):
+    def __init__(self, grids):
         super().__init__()
-        self.forward_transforms = nn.ModuleList(th.RealSHT(nlat, nlon) for nlat, nlon in SPHERE_GRIDS)
-        self.inverse_transforms = nn.ModuleList(th.InverseRealSHT(nlat, nlon) for nlat, nlon in SPHERE_GRIDS)
+        self.forward_transforms = nn.ModuleList(th.RealSHT(nlat, nlon) for nlat, nlon in grids)
+        self.inverse_transforms = nn.ModuleList(th.InverseRealSHT(nlat, nlon) for nlat, nlon in grids)
 
     def forward(self, *signals):
         coefficients = [sht(x) for sht, x in zip(self.forward_transforms, signals)]
@@ -54,7 +56,7 @@ class ComplexCNN(nn.Module):
     """Complex convolutions and a linear head (torch's layers in a complex dtype, as torchcvnn's models build
     them) with torchcvnn's modReLU, CGELU and Mod: a real-valued classifier output."""
 
-    def __init__(self):
+    def __init__(self, grids):
         super().__init__()
         self.layers = nn.Sequential(
             nn.Conv2d(1, 4, 3, padding=1, dtype=torch.complex64), cvnn.modReLU(),
@@ -71,7 +73,7 @@ class SpectralConvolution(nn.Module):
     weight is 16-bit: the contraction multiplies complex64 coefficients by a complex32/bcomplex32 weight (the
     mixed product of issue 21, point 2), and the output is cast back to the input's dtype."""
 
-    def __init__(self):
+    def __init__(self, grids):
         super().__init__()
         self.convolution = th.SpectralConvS2((8, 16), (8, 16), in_channels=2, out_channels=2)
 
@@ -83,11 +85,11 @@ PROGRAMS = {"spherical_harmonic_transforms": SphericalRoundTrips, "spectral_conv
             "torchcvnn_cnn": ComplexCNN}
 
 
-def _inputs(dtype):
+def _inputs(dtype, mode):
     """Per program, its inputs in `dtype`'s precision (real 16-bit signals, complex 16-bit images)."""
     real = dtypes.REAL_OF[dtype]
     torch.manual_seed(0)
-    return {"spherical_harmonic_transforms": [torch.randn(2, nlat, nlon).to(real) for nlat, nlon in SPHERE_GRIDS],
+    return {"spherical_harmonic_transforms": [torch.randn(2, *grid).to(real) for grid in SPHERE_GRIDS[mode]],
             "spectral_conv_s2": [torch.randn(2, 2, 8, 16).to(real)],
             "torchcvnn_cnn": [torch.randn(2, 1, 8, 8, dtype=torch.complex64).to(dtype)]}
 
@@ -95,9 +97,9 @@ def _inputs(dtype):
 class Clients(nn.Module):
     """Every program as one module, so that one compile per dtype serves all tests."""
 
-    def __init__(self):
+    def __init__(self, mode):
         super().__init__()
-        self.programs = nn.ModuleDict({name: make() for name, make in PROGRAMS.items()})
+        self.programs = nn.ModuleDict({name: make(SPHERE_GRIDS[mode]) for name, make in PROGRAMS.items()})
 
     def forward(self, inputs):
         return {name: program(*inputs[name]) for name, program in self.programs.items()}
@@ -118,11 +120,11 @@ def _run(module, inputs, compiled):
 
 
 @functools.cache
-def _modules(dtype):
+def _modules(dtype, mode):
     """The module with its complex parameters in `dtype`, and its complex64 twin holding the same rounded values.
     Real parameters (modReLU's bias) stay the float32 the library makes them in both."""
     torch.manual_seed(0)
-    reference = Clients()
+    reference = Clients(mode)
     narrow = copy.deepcopy(reference)
     with torch.no_grad():
         for (_, wide), (_, low) in zip(reference.named_parameters(), narrow.named_parameters()):
@@ -134,16 +136,16 @@ def _modules(dtype):
 
 @functools.cache
 def _results(dtype, mode):
-    narrow, _ = _modules(dtype)
+    narrow, _ = _modules(dtype, mode)
     torch._dynamo.reset()
-    return _run(narrow, _inputs(dtype), compiled=mode == "compiled")
+    return _run(narrow, _inputs(dtype, mode), compiled=mode == "compiled")
 
 
 @functools.cache
-def _reference(dtype):
-    _, reference = _modules(dtype)
+def _reference(dtype, mode):
+    _, reference = _modules(dtype, mode)
     widened = {name: [x.to(torch.complex64 if x.is_complex() else torch.float32) for x in xs]
-               for name, xs in _inputs(dtype).items()}
+               for name, xs in _inputs(dtype, mode).items()}
     return _run(reference, widened, compiled=False)
 
 
@@ -167,7 +169,7 @@ def _narrowed(dtype, wide_dtype):
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_client_program_matches_complex64(name, dtype, mode):
     outputs, input_gradients, parameter_gradients = _results(dtype, mode)[name]
-    want_outputs, want_input_gradients, want_parameter_gradients = _reference(dtype)[name]
+    want_outputs, want_input_gradients, want_parameter_gradients = _reference(dtype, mode)[name]
     for index, (got, want) in enumerate(zip(outputs, want_outputs)):
         assert (got.dtype, got.shape) == (_narrowed(dtype, want.dtype), want.shape), f"output {index}"
         assert torch.isfinite(torch.view_as_real(got.to(want.dtype)) if got.is_complex() else got).all()
@@ -175,7 +177,7 @@ def test_client_program_matches_complex64(name, dtype, mode):
     for index, (got, want) in enumerate(zip(input_gradients, want_input_gradients)):
         assert got.dtype == _narrowed(dtype, want.dtype), f"input gradient {index}"
         assert _relative_error(got, want) <= TOLERANCE[dtype], f"input gradient {index}"
-    parameters = dict(_modules(dtype)[0].programs[name].named_parameters())
+    parameters = dict(_modules(dtype, mode)[0].programs[name].named_parameters())
     assert parameter_gradients.keys() == want_parameter_gradients.keys() == parameters.keys()
     for parameter, want in want_parameter_gradients.items():
         got = parameter_gradients[parameter]
