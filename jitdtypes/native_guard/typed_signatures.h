@@ -177,6 +177,14 @@ inline const std::unordered_multimap<std::string, TypedRegistrar>& typed_signatu
       JD_TYPED("Tensor,Tensor,bool,bool,bool->(Tensor,Tensor)", std::tuple<Tensor, Tensor>(T, T, bool, bool, bool)),
       JD_TYPED("Tensor,Tensor,bool,bool,bool,!Tensor,!Tensor->(!Tensor,!Tensor)", std::tuple<Tensor&, Tensor&>(T, T, bool, bool, bool, W, W)),
       JD_TYPED("Tensor,SymInt[],int,int,int->Tensor", Tensor(T, c10::SymIntArrayRef, int64_t, int64_t, int64_t)),
+      // backward overloads discovery probes with their forward's arguments (pads, col2im, embedding)
+      JD_TYPED("Tensor,Tensor,SymInt[]->Tensor", Tensor(T, T, c10::SymIntArrayRef)),
+      JD_TYPED("Tensor,Tensor,SymInt[],!Tensor->!Tensor", W(T, T, c10::SymIntArrayRef, W)),
+      JD_TYPED("Tensor,SymInt[],int[],int[],int[],int[]->Tensor",
+               Tensor(T, c10::SymIntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef)),
+      JD_TYPED("Tensor,SymInt[],int[],int[],int[],int[],!Tensor->!Tensor",
+               W(T, c10::SymIntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, W)),
+      JD_TYPED("Tensor,Tensor,SymInt,SymInt,bool,bool->Tensor", Tensor(T, T, c10::SymInt, c10::SymInt, bool, bool)),
   };
   return table;
 }

@@ -15,7 +15,8 @@ import warnings
 
 import torch
 
-from .. import dtypes, engine, entry_points, native_guard, path_record, torch_compat, upcast, wide_gradients, wrapped_numbers
+from .. import (dtypes, engine, entry_points, native_guard, path_record, torch_compat, upcast, wide_gradients,
+               wrapped_numbers)
 from ..findings import MISSING, PARTIAL, Finding, kernel_level
 from ..schema import TENSOR_LIST, Overload, overload
 from . import router, sources
