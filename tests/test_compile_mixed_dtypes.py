@@ -109,7 +109,8 @@ def test_custom_op_fake_kernels_give_eager_dtypes():
             spectrum = torch.ops.jitdtypes.fft_r2c(torch.empty(4, 8, dtype=real), [1], 0, True)
             assert (spectrum.dtype, spectrum.shape) == (dtypes.complex_of(real), (4, 5))
             signal = torch.ops.jitdtypes.fft_c2r(spectrum, [1], 0, 8)
-            assert (signal.dtype, signal.shape) == (real, (4, 8))
+            # eager's irfft gives the parts' dtype of the spectrum (bfloat16's is complex64 before torch 2.14)
+            assert (signal.dtype, signal.shape) == (dtypes.part_dtype(spectrum.dtype), (4, 8))
 
 
 # -- FFTs ------------------------------------------------------------------------------------------------------

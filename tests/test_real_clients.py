@@ -105,6 +105,25 @@ class Clients(nn.Module):
         return {name: program(*inputs[name]) for name, program in self.programs.items()}
 
 
+@functools.cache
+def _dynamo_traces_check_messages() -> bool:
+    """Whether Dynamo traces torch._check with a message closure over a local (torch-harmonics' RealSHT.forward
+    has one). torch 2.11's raises Unsupported ("Can't extract message from torch._check()"), in complex64 too:
+    there the programs compile with graph breaks instead of as one graph."""
+    def check(x):
+        n = x.dim()
+        torch._check(n >= 1, lambda: f"got {n} dimensions")
+        return x + 1
+
+    try:
+        torch.compile(check, fullgraph=True, backend="eager")(torch.ones(2))
+    except torch._dynamo.exc.Unsupported:
+        return False
+    finally:
+        torch._dynamo.reset()
+    return True
+
+
 def _loss(outputs):
     return sum((o.abs() if o.is_complex() else o).float().pow(2).sum() for parts in outputs.values() for o in parts)
 
@@ -112,7 +131,7 @@ def _loss(outputs):
 def _run(module, inputs, compiled):
     """Outputs, input gradients and parameter gradients per program, after one backward of a float32 loss."""
     inputs = {name: [x.clone().requires_grad_() for x in xs] for name, xs in inputs.items()}
-    run = torch.compile(module, fullgraph=True, dynamic=False) if compiled else module
+    run = torch.compile(module, fullgraph=_dynamo_traces_check_messages(), dynamic=False) if compiled else module
     outputs = run(inputs)
     _loss(outputs).backward()
     return {name: ([o.detach() for o in outputs[name]], [x.grad for x in inputs[name]],
