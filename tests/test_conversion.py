@@ -177,8 +177,13 @@ def test_fallback_chosen_by_environment():
     assert _in_subprocess(CHECK, JITDTYPES_CONVERSION="portable") == "portable True"
 
 
+def test_default_is_atens_copy():
+    """Unset, ATen's own copy (the vector kernels lose end to end on fresh buffers: convert.h)."""
+    assert _in_subprocess(CHECK) == "aten True"
+
+
 def test_default_capability():
     """Under ATen's DEFAULT capability (its Half NaNs rounded without F16C) ATen's own copy runs, and the
     portable kernel, asked for, follows ATen's NaN rule there."""
-    assert _in_subprocess(CHECK, ATEN_CPU_CAPABILITY="default") == "aten True"
+    assert _in_subprocess(CHECK, ATEN_CPU_CAPABILITY="default", JITDTYPES_CONVERSION="vector") == "aten True"
     assert _in_subprocess(CHECK, ATEN_CPU_CAPABILITY="default", JITDTYPES_CONVERSION="portable") == "portable True"

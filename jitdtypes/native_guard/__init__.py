@@ -122,8 +122,8 @@ def conversion() -> str:
 
 
 def set_conversion(mode: str) -> str:
-    """Choose the conversion (default: JITDTYPES_CONVERSION, else the fastest the CPU and ATen's capability
-    allow); "vector" where they do not allow it gives "portable". Returns the one now in use."""
+    """Choose the conversion (default: JITDTYPES_CONVERSION, else ATen's copy); "vector" where the CPU or ATen's
+    capability does not allow it gives "aten". Returns the one now in use."""
     return CONVERSIONS[load().jitdtypes_guard_conversion(CONVERSIONS.index(mode))]
 
 
