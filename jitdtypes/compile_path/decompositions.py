@@ -17,7 +17,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from .. import dtypes
-from . import custom_ops
+from . import layout_ops, custom_ops
 from . import formulas as F
 from . import planar
 
@@ -257,7 +257,7 @@ def _predicate(overload, formula):
 
 
 _predicate(aten.isnan.default, lambda x: torch.isnan(x[0]) | torch.isnan(x[1]))
-_predicate(aten.isinf.default, lambda x: torch.isinf(x[0]) | torch.isinf(x[1]))
+_predicate(aten.isinf.default, lambda x: F.is_inf(x[0]) | F.is_inf(x[1]))
 _predicate(aten.isfinite.default, lambda x: torch.isfinite(x[0]) & torch.isfinite(x[1]))
 for _overload in (aten.eq.Tensor, aten.eq.Scalar):
     _predicate(_overload, lambda x, y: (x[0] == y[0]) & (F.imag_or_zero(x[1]) == F.imag_or_zero(y[1])))
@@ -432,6 +432,10 @@ def _reduce_parts(x, reduce, dim, compute):
     if x.dim() == 0:  # nothing to stack along: an empty dim list would mean "all" to the stacked tensor
         re, im = planar.parts(x, compute)
         return reduce(re, None), reduce(im, None)
+    if layout_ops.holds_planes(x.dtype, x.device):
+        re, im = planar.parts(x, compute)
+        dims = [d - 1 for d in _shifted_dims(x, dim)]
+        return reduce(re, dims), reduce(im, dims)
     out = reduce(_stacked(x, compute), _shifted_dims(x, dim))
     return out[0], out[1]
 
