@@ -45,8 +45,10 @@ _lock = threading.Lock()
 
 
 def cache_tag() -> str:
-    """Changes whenever the compile path's sources change."""
-    digest = hashlib.sha256()
+    """Changes whenever the compile path's sources or its storage choice (layout_ops) change."""
+    from . import layout_ops
+
+    digest = hashlib.sha256(layout_ops.storage_tag().encode())
     for path in sorted(Path(__file__).parent.glob("*.py")):
         digest.update(path.name.encode() + path.read_bytes())
     return f"jitdtypes-compile-{digest.hexdigest()[:16]}"
@@ -153,6 +155,7 @@ def install(findings_by_device: dict) -> Installation:
     # loaded without Inductor's lowering (an AOTInductor package) calls them by name. torch.library keeps
     # them for the process's life; they run only where a graph names them.
     importlib.import_module(f"{__name__}.custom_ops")
+    importlib.import_module(f"{__name__}.layout_ops")
 
     installation = Installation()
     try:

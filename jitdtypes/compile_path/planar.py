@@ -5,7 +5,8 @@ tensor packed from the float32 parts, and remembers the parts for that tensor. T
 receives it asks `parts(tensor)` and gets the float32 parts back, so the packing is dead code unless
 something else needs the complex tensor (a graph output, an op without a planar formula); Inductor removes
 it. Chains therefore stay in float32 inside one fused kernel and touch 16 bits only where a complex value
-enters or leaves it.
+enters or leaves it: as 32-bit words (bits.py), or on CPU for complex32 as planes of float16 parts made and
+consumed by kernels of their own (layout_ops.py), which keeps Inductor's C++ vectorized.
 
 Remembered parts are only valid in the trace that made them: the same input tensor object can be traced
 twice by AOTAutograd (each trace has its own tracer), and an in-place op bumps the version counter. Both are
@@ -22,7 +23,7 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.weak import WeakIdKeyDictionary
 
 from .. import dtypes
-from . import bits
+from . import bits, layout_ops
 
 SIXTEEN_BIT_COMPLEX = frozenset(dtypes.COMPLEX_TARGETS)
 SIXTEEN_BIT_REAL = frozenset(dtypes.REAL_TARGETS)
@@ -100,6 +101,8 @@ def parts(value, compute: torch.dtype = torch.float32):
 
 
 def _stored_parts(t: torch.Tensor):
+    if layout_ops.holds_planes(t.dtype, t.device):
+        return layout_ops.unpack(t)
     if bits.supported(t.dtype):
         return bits.unpack(t)
     real = torch.view_as_real(t.resolve_conj().resolve_neg())
@@ -127,7 +130,9 @@ def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
         re, im = torch.broadcast_tensors(re, im)
     compute = compute_dtype(dtype)
     re, im = re.to(compute), im.to(compute)
-    if bits.supported(dtype):
+    if layout_ops.holds_planes(dtype, re.device):
+        out = layout_ops.pack(re, im, dtype)
+    elif bits.supported(dtype):
         out = bits.pack(re, im, dtype)
     else:
         out = torch.view_as_complex(torch.stack([re, im], -1))

@@ -56,11 +56,12 @@ def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
         "jitdtypes_guard_upcast_enable": [ctypes.c_int],
         "jitdtypes_guard_signature_key": [p, p, p, s],
         "jitdtypes_guard_conversion": [ctypes.c_int],
+        "jitdtypes_guard_planes": [ctypes.c_void_p] * 3 + [ctypes.c_int64, ctypes.c_int],
     }
     for name, argtypes in signatures.items():
         function = getattr(library, name)
         function.argtypes = argtypes
-        function.restype = None if name.endswith(("_release", "_free", "_enable")) else ctypes.c_int
+        function.restype = None if name.endswith(("_release", "_free", "_enable", "_planes")) else ctypes.c_int
     return library
 
 
@@ -125,6 +126,12 @@ def set_conversion(mode: str) -> str:
     """Choose the conversion (default: JITDTYPES_CONVERSION, else ATen's copy); "vector" where the CPU or ATen's
     capability does not allow it gives "aten". Returns the one now in use."""
     return CONVERSIONS[load().jitdtypes_guard_conversion(CONVERSIONS.index(mode))]
+
+
+def move_planes(words: int, re: int, im: int, n: int, split: bool) -> None:
+    """n 16-bit complex words at address `words` <-> the planes of their parts' bits at `re` and `im` (contiguous,
+    CPU; planes.h), words to planes where `split`. Raises where the library cannot be loaded."""
+    load().jitdtypes_guard_planes(words, re, im, n, int(split))
 
 
 def build_in_background(choice: str | None = None) -> None:

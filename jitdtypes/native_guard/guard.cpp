@@ -5,7 +5,8 @@
 //
 // Calls the router would upcast in the common way (no views, one 16-bit complex dtype) a typed guard upcasts
 // itself: upcast.h. The copy_ guard converts 16-bit complex <-> complex64 in vectorized code (convert.h), for
-// every .to() between them: the upcast path's widening and rounding, and a user's.
+// every .to() between them: the upcast path's widening and rounding, and a user's. planes.h moves interleaved
+// 16-bit complex words to planes of parts and back, for compiled planar regions on CPU.
 //
 // Two forms. A typed guard has the operator's unboxed C++ signature, so the dispatcher calls it directly and
 // it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures.h;
@@ -53,6 +54,7 @@ constexpr size_t kScalarTypes = static_cast<size_t>(ScalarType::NumOptions);
 using DtypeSet = std::bitset<kScalarTypes>;
 
 #include "convert.h"
+#include "planes.h"
 #include "upcast.h"
 
 struct Scan {
@@ -414,6 +416,11 @@ JITDTYPES_EXPORT void jitdtypes_guard_upcast_enable(int enabled) { upcast_enable
 JITDTYPES_EXPORT int jitdtypes_guard_conversion(int mode) {
   if (mode >= 0) conversion::set_mode(static_cast<conversion::Mode>(mode));
   return static_cast<int>(conversion::mode());
+}
+
+// n 16-bit complex words <-> planes re[n], im[n] of their parts' bits (planes.h); split != 0: words to planes.
+JITDTYPES_EXPORT void jitdtypes_guard_planes(void* words, void* re, void* im, int64_t n, int split) {
+  planes::move(words, re, im, n, split != 0);
 }
 
 // The key under which typed_signatures() would list this operator (tests and diagnostics).
