@@ -1,91 +1,132 @@
-"""16-bit complex eager calls on CPU against complex64 (issue 23's benchmark; so far the calls of its first table).
+"""16-bit complex eager calls on CPU against complex64 and against the hand-written upcast (issue 23).
 
-    python -m benchmarks.cpu_eager [--rounds N] [--sizes 4194304,...] [--dtypes complex32,bcomplex32]
-                                   [--conversions aten,auto]
+    python -m benchmarks.cpu_eager [--rounds N] [--sizes 8,4096,65536,1048576,4194304]
+                                   [--dtypes complex32,bcomplex32] [--calls "x.exp(),x * w"]
 
-Each call is timed in interleaved rounds in one process: in complex64, and in each 16-bit dtype with jitdtypes
-under each conversion between 16-bit complex and complex64 (native_guard.set_conversion: "aten", ATen's own
-scalar copy; "auto", the vectorized one where the CPU allows it); medians, with p20/p80 in the CSV rows, and a
-table of 16-bit time against complex64's (above 1: slower). Needs the compiled guard (the conversion lives
-there).
+Per size and dtype, each call is timed in interleaved rounds in one process three ways: complex64 on the same
+values; jitdtypes on the 16-bit tensors (its generated CPU kernel where it has one: the benchmark first makes
+one call of each with JITDTYPES_CPU_KERNELS=eager, so the packages are built or found in the cache and
+installed before timing); and the hand-written upcast (`f(x.to(complex64)).to(x.dtype)`). Medians; the
+table gives complex64's time over the 16-bit one (above 1: the 16-bit call is faster), and the CSV rows hold
+every median with p20/p80.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import torch
 
 import jitdtypes
 from benchmarks.common import percentiles, write_rows
-from jitdtypes import dtypes, native_guard
+from jitdtypes import cpu_kernels, dtypes
 
-MATMUL_SIDE, FFT_ROWS = 512, 64
+MATMUL_SIDE = 512
+
+CALLS = {  # name -> f(x, w): x, w flat tensors of one dtype
+    "x.sum()": lambda x, w: x.sum(),
+    "x.abs()": lambda x, w: x.abs(),
+    "x.angle()": lambda x, w: x.angle(),
+    "x.cumsum(0)": lambda x, w: x.cumsum(0),
+    "x * w": lambda x, w: x * w,
+    "x + w": lambda x, w: x + w,
+    "x * w + x": lambda x, w: x * w + x,
+    "x / w": lambda x, w: x / w,
+    "x.exp()": lambda x, w: x.exp(),
+    "x.sin()": lambda x, w: x.sin(),
+    "x.sigmoid()": lambda x, w: x.sigmoid(),
+    "x.log()": lambda x, w: x.log(),
+    "x.sqrt()": lambda x, w: x.sqrt(),
+    "m @ m 512^2": lambda x, w: x @ x,
+    "fft": lambda x, w: torch.fft.fft(x),
+}
 
 
-def calls(x: torch.Tensor, m: torch.Tensor, wide: torch.dtype):
-    """(name, call): the table's calls on a flat tensor `x` and a square `m` of one dtype; complex64's
-    conversions are copies of as many elements."""
-    low = x.dtype
-    yield "x.to(complex64)", (lambda: x.to(wide)) if low != wide else x.clone
-    yield "complex64 -> x.dtype", (lambda w=x.to(wide): w.to(low)) if low != wide else x.clone
-    yield "x.sum()", lambda: x.sum()
-    yield "x.abs()", lambda: x.abs()
-    yield "x.exp()", lambda: x.exp()
-    yield f"m @ m {MATMUL_SIDE}^2", lambda: m @ m
-    yield f"fft {FFT_ROWS}xN", (lambda f=x.reshape(FFT_ROWS, -1): torch.fft.fft(f))
+def _operands(name: str, size: int, dtype: torch.dtype):
+    torch.manual_seed(0)
+    if name.startswith("m @ m"):
+        wide = [torch.randn(MATMUL_SIDE, MATMUL_SIDE, dtype=torch.complex64)] * 2
+    else:
+        wide = [torch.randn(size, dtype=torch.complex64), torch.randn(size, dtype=torch.complex64) + 2]
+    narrow = [t.to(dtype) for t in wide]
+    return narrow, [t.to(torch.complex64) for t in narrow]  # complex64 on the same (rounded) values
 
 
-def median_ms(samples: list[float]) -> float:
-    return percentiles(samples)[1] * 1e3
+def _upcast(call, dtype):
+    def run(x, w):
+        out = call(x.to(torch.complex64), w.to(torch.complex64))
+        return out.to(dtype if out.is_complex() else dtypes.part_dtype(dtype))
+
+    return run
+
+
+def _timed(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--sizes", default=str(1 << 22))
+    parser.add_argument("--sizes", default="8,4096,65536,1048576,4194304")
     parser.add_argument("--dtypes", default="complex32,bcomplex32")
-    parser.add_argument("--conversions", default="aten,auto")
+    parser.add_argument("--calls", default=",".join(CALLS))
     options = parser.parse_args()
     jitdtypes.enable("compiled")
-    best = native_guard.conversion()
-    conversions = {name: best if name == "auto" else name for name in options.conversions.split(",")}
+    os.environ[cpu_kernels.ENV_VAR] = cpu_kernels.EAGER
+    names = options.calls.split(",")
     targets = [dtypes.BY_NAME[name] for name in options.dtypes.split(",")]
     rows = []
-    for size in (int(s) for s in options.sizes.split(",")):
-        wide_x = torch.randn(size, dtype=torch.complex64)
-        wide_m = torch.randn(MATMUL_SIDE, MATMUL_SIDE, dtype=torch.complex64)
-        variants = {("complex64", "-"): (best, dict(calls(wide_x, wide_m, torch.complex64)))}
-        for target in targets:
-            for label, mode in conversions.items():
-                variants[dtypes.NAMES[target], label] = (mode, dict(calls(wide_x.to(target), wide_m.to(target),
-                                                                            torch.complex64)))
-        samples: dict = {key: {} for key in variants}
-        for _ in range(options.rounds):
-            for key, (mode, table) in variants.items():
-                native_guard.set_conversion(mode)
-                for name, call in table.items():
-                    call()  # a first call per registration goes to the Python router
-                    start = time.perf_counter()
-                    call()
-                    samples[key].setdefault(name, []).append(time.perf_counter() - start)
-        native_guard.set_conversion(best)
-        reference = samples["complex64", "-"]
-        print(f"\n{size} elements, {torch.get_num_threads()} threads, milliseconds (16-bit / complex64)")
-        columns = list(samples)
-        print(" | ".join(["call", *(f"{d} {c}" for d, c in columns)]))
-        for name in reference:
+    for dtype in targets:
+        for name in names:  # first calls: build or load every package before anything is timed
+            CALLS[name](*_operands(name, 64, dtype)[0])
+        for size in (int(s) for s in options.sizes.split(",")):
+            for name in names:
+                narrow, wide = _operands(name, size, dtype)
+                call = CALLS[name]
+                ways = {"complex64": (call, wide), "jitdtypes": (call, narrow), "upcast": (_upcast(call, dtype), narrow)}
+                samples = {way: [] for way in ways}
+                for fn, args in ways.values():
+                    fn(*args)
+                for _ in range(options.rounds):
+                    for way, (fn, args) in ways.items():
+                        samples[way].append(_timed(lambda: fn(*args)))
+                row = {"dtype": dtypes.NAMES[dtype], "call": name,
+                       "elements": MATMUL_SIDE ** 2 if name.startswith("m @ m") else size}
+                for way, values in samples.items():
+                    p20, p50, p80 = percentiles(values)
+                    row.update({f"{way}_us": round(p50 * 1e6, 2), f"{way}_p20_us": round(p20 * 1e6, 2),
+                                f"{way}_p80_us": round(p80 * 1e6, 2)})
+                row["complex64_over_jitdtypes"] = round(row["complex64_us"] / row["jitdtypes_us"], 2)
+                row["upcast_over_jitdtypes"] = round(row["upcast_us"] / row["jitdtypes_us"], 2)
+                rows.append(row)
+                if name.startswith("m @ m"):
+                    break
+    _print_table(rows, names)
+    generated = sorted(f"{o.removeprefix('aten::')}/{d}" for (o, d), s in cpu_kernels.status().items()
+                       if s == "installed")
+    print(f"\ngenerated kernels installed: {len(generated)} ({', '.join(generated)})")
+    print("rows appended to", write_rows("cpu_eager", rows))
+
+
+def _print_table(rows: list[dict], names: list[str]) -> None:
+    print("complex64 time / 16-bit jitdtypes time (above 1: faster than complex64); "
+          "[jitdtypes median in us; upcast / jitdtypes]")
+    sizes = list(dict.fromkeys(r["elements"] for r in rows if not r["call"].startswith("m @ m")))
+    for dtype in dict.fromkeys(r["dtype"] for r in rows):
+        print(f"\n{dtype:14}" + "".join(f"{s:>26}" for s in sizes))
+        for name in names:
             cells = []
-            for key in columns:
-                ms = median_ms(samples[key][name])
-                ratio = ms / median_ms(reference[name])
-                cells.append(f"{ms:.2f}" if key == ("complex64", "-") else f"{ms:.2f} ({ratio:.2f}x)")
-                p20, p50, p80 = percentiles(samples[key][name])
-                rows.append({"size": size, "call": name, "dtype": key[0], "conversion": key[1],
-                             "p20_ms": p20 * 1e3, "p50_ms": p50 * 1e3, "p80_ms": p80 * 1e3, "ratio": ratio})
-            print(" | ".join([name, *cells]))
-    print("\nwrote", write_rows("cpu_eager", rows))
+            for size in sizes:
+                row = next((r for r in rows if (r["dtype"], r["call"]) == (dtype, name) and
+                            (r["elements"] == size or name.startswith("m @ m"))), None)
+                cells.append("" if row is None or (name.startswith("m @ m") and size != sizes[0]) else
+                             f"{row['complex64_over_jitdtypes']:5.2f} [{row['jitdtypes_us']:9.1f}; "
+                             f"{row['upcast_over_jitdtypes']:4.1f}]")
+            print(f"{name:14}" + "".join(f"{c:>26}" for c in cells))
 
 
 if __name__ == "__main__":

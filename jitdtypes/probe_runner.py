@@ -99,7 +99,8 @@ class _Worker:
         device_type, overrides, bypass = self.command
         # One intra-op thread: probes use tiny tensors, and workers side by side each running a full OpenMP
         # team oversubscribe the cores (2 workers on 2 cores: CPU discovery 50 s instead of 20 s).
-        env = dict(os.environ, JITDTYPES_DISABLE="1", JITDTYPES_CPU_BACKEND="upcast", PYTHONWARNINGS="ignore",
+        env = dict(os.environ, JITDTYPES_DISABLE="1", JITDTYPES_CPU_BACKEND="upcast", JITDTYPES_CPU_KERNELS="off",
+                   PYTHONWARNINGS="ignore",
                    OMP_NUM_THREADS="1")
         # stderr to a file, not a pipe: a child that writes much to an unread pipe would block and look hung
         with (self.folder / "stderr.txt").open("wb") as stderr:

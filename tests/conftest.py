@@ -19,6 +19,9 @@ if not os.environ.get("JITDTYPES_CACHE_DIR"):
 # builds: its cache then holds the results other tests seed their caches with, and tests of a first import see
 # one; tests/test_shipped_discovery.py checks the shipped results against these.
 os.environ.setdefault("JITDTYPES_DISCOVERY", "probe")
+# generated CPU kernels are built only where a test asks (tests/test_cpu_kernels.py): a background build would
+# change which path serves the other tests while they run
+os.environ.setdefault("JITDTYPES_CPU_KERNELS", "off")
 
 import jitdtypes  # noqa: E402 - after the environment above; runs (or loads) discovery once per session
 from jitdtypes import native_guard  # noqa: E402

@@ -57,6 +57,7 @@ def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
         "jitdtypes_guard_signature_key": [p, p, p, s],
         "jitdtypes_guard_conversion": [ctypes.c_int],
         "jitdtypes_guard_planes": [ctypes.c_void_p] * 3 + [ctypes.c_int64, ctypes.c_int],
+        "jitdtypes_guard_generated": [p, p, p, p, p, ctypes.c_int64, ctypes.c_int, p, s],
     }
     for name, argtypes in signatures.items():
         function = getattr(library, name)
@@ -132,6 +133,14 @@ def move_planes(words: int, re: int, im: int, n: int, split: bool) -> None:
     """n 16-bit complex words at address `words` <-> the planes of their parts' bits at `re` and `im` (contiguous,
     CPU; planes.h), words to planes where `split`. Raises where the library cannot be loaded."""
     load().jitdtypes_guard_planes(words, re, im, n, int(split))
+
+
+def install_generated(overload: str, key: str, dtype, path: str, min_numel: int, words: bool) -> None:
+    """Typed guards of `overload` ("aten::exp.default" style: name and overload, "" for none) at `key` run the
+    AOTInductor package at `path` for `dtype` calls of at least `min_numel` elements (generated.h)."""
+    name, _, overload_name = overload.partition(".")
+    _call(load().jitdtypes_guard_generated, name.encode(), overload_name.encode(), key.encode(),
+          _scalar_type_names([dtype]), str(path).encode(), min_numel, int(words))
 
 
 def build_in_background(choice: str | None = None) -> None:

@@ -20,6 +20,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/empty_strided.h>
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #include <torch/library.h>
 
 #include "torch_compat.h"
@@ -33,6 +34,8 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -56,6 +59,7 @@ using DtypeSet = std::bitset<kScalarTypes>;
 #include "convert.h"
 #include "planes.h"
 #include "upcast.h"
+#include "generated.h"
 
 struct Scan {
   bool missing = false;         // a dtype PyTorch has no kernel for
@@ -72,6 +76,7 @@ struct GuardState {
   DtypeSet missing, partial, real16;
   std::shared_ptr<const UpcastState> upcast;  // null when this registration never upcasts in C++
   bool converts_copies = false;               // aten::copy_ at CPU: conversion::copy_into first
+  std::shared_ptr<const GeneratedSlots> generated;  // where upcasts in C++: kernels installed for it (generated.h)
 
   void see_dtype(ScalarType dtype, Scan& scan) const {
     const size_t index = static_cast<size_t>(dtype);
@@ -194,6 +199,14 @@ struct Typed<Return(Args...)> {
             see_all(check, std::index_sequence_for<Args...>{}, args...);
             const ScalarType dtype = check.verdict();
             if (dtype != ScalarType::Undefined && state->upcast->takes(dtype)) {
+              if constexpr (generatable<Return, Args...>) {
+                if (state->generated) {
+                  if (std::optional<Tensor> result = run_generated(*state->generated, args...)) {
+                    state->upcast->count(dtype);
+                    return *std::move(result);
+                  }
+                }
+              }
               try {
                 Return result = upcast(std::index_sequence_for<Args...>{}, *state, keys, dtype, args...);
                 state->upcast->count(dtype);
@@ -389,7 +402,8 @@ JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* origina
     auto state = std::make_shared<const GuardState>(GuardState{
         op, *static_cast<const c10::SafeKernelFunction*>(original), op.getComputedKernelForDispatchKey(dispatch_key),
         parse_dtypes(missing), parse_dtypes(partial), parse_dtypes(real16), make_upcast(upcast, upcast_calls),
-        std::strcmp(name, "aten::copy_") == 0 && overload[0] == '\0' && dispatch_key == c10::DispatchKey::CPU});
+        std::strcmp(name, "aten::copy_") == 0 && overload[0] == '\0' && dispatch_key == c10::DispatchKey::CPU,
+        upcast[0] != '\0' ? generated_slots(std::string(name) + "." + overload, key) : nullptr});
     const std::string qualified = std::string(name).substr(std::strlen("aten::")) +
                                   (overload[0] ? std::string(".") + overload : std::string());
     auto& lib = *static_cast<torch::Library*>(library);
@@ -421,6 +435,29 @@ JITDTYPES_EXPORT int jitdtypes_guard_conversion(int mode) {
 // n 16-bit complex words <-> planes re[n], im[n] of their parts' bits (planes.h); split != 0: words to planes.
 JITDTYPES_EXPORT void jitdtypes_guard_planes(void* words, void* re, void* im, int64_t n, int split) {
   planes::move(words, re, im, n, split != 0);
+}
+
+// Installs the AOTInductor package at `path` for calls of `dtype` (a ScalarType name) to `name`.`overload` at
+// `key` with at least `min_numel` elements (generated.h); `words`: it takes and returns int32 words.
+JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* overload, const char* key,
+                                               const char* dtype, const char* path, int64_t min_numel, int words,
+                                               char* error, size_t error_size) {
+  try {
+    const DtypeSet one = parse_dtypes(dtype);
+    auto kernel = std::make_unique<GeneratedKernel>();
+    kernel->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, "model", false, 1, -1);
+    kernel->min_numel = min_numel;
+    kernel->words = words != 0;
+    auto slots = generated_slots(std::string(name) + "." + overload, key);
+    for (size_t i = 0; i < kScalarTypes; ++i) {
+      if (one[i]) slots->kernels[i].store(kernel.get(), std::memory_order_release);
+    }
+    kernel.release();  // never freed (generated.h)
+    return 0;
+  } catch (const std::exception& e) {
+    write_error(error, error_size, e.what());
+    return 1;
+  }
 }
 
 // The key under which typed_signatures() would list this operator (tests and diagnostics).

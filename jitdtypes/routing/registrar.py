@@ -15,7 +15,7 @@ import warnings
 
 import torch
 
-from .. import (dtypes, engine, entry_points, native_guard, path_record, torch_compat, upcast, wide_gradients,
+from .. import (cpu_kernels, dtypes, engine, entry_points, native_guard, path_record, torch_compat, upcast, wide_gradients,
                wrapped_numbers)
 from ..findings import MISSING, PARTIAL, Finding, kernel_level
 from ..schema import TENSOR_LIST, Overload, overload
@@ -122,6 +122,8 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
                     [(d, path_record.native_counter(info.full_name, dtypes.NAMES[d], device_type, path_record.UPCAST))
                      for d in upcast],
                 )
+                if (info.full_name, key) in registration.typed:
+                    cpu_kernels.offer(info.full_name, key, upcast)
         _install_wide_gradients(findings, device_type, registration)
     for name, key, factory, handed_over in entry_points.entries([d.upper() for d in findings_by_device]):
         registration.register(overload(name), key, lambda original: factory(original, _constant_keyset(key)),

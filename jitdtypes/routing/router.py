@@ -21,7 +21,7 @@ import weakref
 
 import torch
 
-from .. import dtypes, engine, path_record, upcast, wrapped_numbers
+from .. import cpu_kernels, dtypes, engine, path_record, upcast, wrapped_numbers
 from ..error_messages import looks_like_dtype_error
 from ..findings import MISSING, PARTIAL
 from ..schema import OPTIONAL_TENSOR, TENSOR, TENSOR_LIST, Overload
@@ -133,6 +133,8 @@ class Router:
         upcast_count = path_record.counter(op, name, device, path_record.UPCAST)
         template = engine.planned_adapter(op, device, args, kwargs) if self.templates else None
         upcast_call = upcast.specialize(info, self.original, args, kwargs, upcast_count)
+        if device == "cpu":
+            cpu_kernels.first_need(op, dtype)  # later calls may find a generated kernel in the C++ guard
 
         if template is None:
             without_native = upcast_call

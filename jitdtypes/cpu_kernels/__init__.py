@@ -1,0 +1,196 @@
+"""Kernels generated on first use for CPU eager calls: the compile path's formulas, compiled by AOTInductor.
+
+On CPU a call PyTorch lacks runs the upcast path: widen to complex64, run ATen's complex64 kernel, round back.
+ATen's complex kernels are mostly scalar code, so that costs more than complex64 itself. The compile path
+(jitdtypes/compile_path) already writes every elementwise op and reduction as float32 arithmetic on the 16-bit
+storage read as words, which Inductor's C++ backend vectorizes. Here one op at a time is exported over
+flattened contiguous inputs with a symbolic length and compiled by AOTInductor into a package (.pt2), so one
+kernel serves every size and shape; a package loads without Dynamo or Inductor (2.6 ms) and runs from C++.
+Measured for `exp` on 1-D complex32, idle 2-core machine, fastest of 20 calls (the package against the
+upcast path, then complex64):
+
+    elements      8        4096      65536     1M        4M
+    generated     2.9 us   14 us     155 us    2.5 ms    10.2 ms
+    upcast        4.6 us   119 us    1.10 ms   20.0 ms   105 ms
+    complex64     1.6 us   69 us     1.00 ms   18.8 ms   88 ms
+
+Tiers, so that nobody waits: the first call of an (op, dtype) goes to the Python router (as always), which
+asks for the kernel (`first_need`). A package in the cache is installed at once; otherwise one is built in a
+child process (the calling process imports neither Dynamo nor Inductor) on a background thread, and the C++
+upcast serves every call until it is installed. Installed, a typed guard runs it for the calls it fits
+(native_guard/generated.h: contiguous, one dtype and shape, alpha 1, at least MIN_NUMEL elements). The
+first call of each (op, dtype) in a process always takes the router (its path is logged there).
+
+JITDTYPES_CPU_KERNELS: `lazy` (default), `eager` (the first call builds and installs before it returns: tests),
+`off`. Packages go to <cache>/cpu_kernels (cache_tools/package_store.py), keyed by the op, the dtype, torch's
+build, the CPU capability and the source of the code that generates them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+
+from .. import __version__, dtypes, source_digest
+from .table import GENERATED, MIN_NUMEL
+
+log = logging.getLogger("jitdtypes")
+
+ENV_VAR = "JITDTYPES_CPU_KERNELS"
+OFF, LAZY, EAGER = "off", "lazy", "eager"
+_FORMAT = 1
+
+_lock = threading.Lock()
+_eligible: dict[tuple[str, torch.dtype], str] = {}  # (overload, dtype) -> dispatch key whose guard upcasts it
+_requested: set[tuple[str, torch.dtype]] = set()
+_installed: dict[tuple[str, torch.dtype], str] = {}  # -> package path
+_failed: dict[tuple[str, torch.dtype], str] = {}  # -> why
+built: list[tuple[str, torch.dtype]] = []  # what this process built (not found in the cache)
+_queue: queue.Queue = queue.Queue()
+_worker: list[threading.Thread] = []
+
+
+def mode() -> str:
+    value = os.environ.get(ENV_VAR, "").strip().lower() or LAZY
+    if value not in (OFF, LAZY, EAGER):
+        raise ValueError(f"{ENV_VAR} must be {OFF}, {LAZY} or {EAGER}, not {value!r}")
+    return value
+
+
+def offer(overload: str, dispatch_key: str, upcast_dtypes) -> None:
+    """The registrar registered a typed guard that upcasts these dtypes of `overload` in C++: a generated kernel
+    may take its calls (cheap: nothing is loaded or built until a first call asks, `first_need`)."""
+    if overload in GENERATED:
+        for dtype in upcast_dtypes:
+            _eligible[(overload, dtype)] = dispatch_key
+
+
+def first_need(overload: str, dtype: torch.dtype) -> None:
+    """A first call of (overload, dtype) reached the router: install its kernel, or have it built."""
+    request = (overload, dtype)
+    if request not in _eligible or request in _requested:
+        return
+    chosen = mode()
+    if chosen == OFF:
+        return
+    with _lock:
+        if request in _requested:
+            return
+        _requested.add(request)
+    if chosen == EAGER:
+        _provide(overload, dtype)
+        return
+    _queue.put(request)
+    with _lock:
+        if not _worker:  # one build at a time, on one thread: a first burst of ops does not fork a crowd
+            _worker.append(threading.Thread(target=_work, name="jitdtypes-cpu-kernels", daemon=True))
+            _worker[0].start()
+
+
+def _work() -> None:
+    while True:
+        overload, dtype = _queue.get()
+        try:
+            _provide(overload, dtype)
+        finally:
+            _queue.task_done()
+
+
+def wait() -> None:
+    """Block until every kernel asked for so far is built and installed (or failed): tests, `warm`."""
+    _queue.join()
+
+
+def status() -> dict:
+    """(overload, dtype name) -> "installed", "building", "failed: ...": what `jitdtypes ops` shows."""
+    result = {}
+    for overload, dtype in _requested:
+        key = (overload, dtype)
+        result[(overload, dtypes.NAMES[dtype])] = (
+            "installed" if key in _installed else f"failed: {_failed[key]}" if key in _failed else "building")
+    return result
+
+
+def key(overload: str, dtype: torch.dtype) -> str:
+    parts = [str(_FORMAT), overload, dtypes.NAMES[dtype], torch.__version__, str(torch.version.git_version),
+             torch.backends.cpu.get_cpu_capability(), sys.platform, __version__,
+             source_digest.of("jitdtypes.cpu_kernels.build")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:40]
+
+
+def _store():
+    from jitdtypes.cache_tools.package_store import PackageStore
+
+    return PackageStore()
+
+
+def _provide(overload: str, dtype: torch.dtype) -> None:
+    try:
+        path = _package(overload, dtype)
+        _install(overload, dtype, path)
+    except Exception as exc:  # the upcast keeps serving: a kernel is an optimization
+        _failed[(overload, dtype)] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        log.warning("jitdtypes: no generated CPU kernel for %s on %s (%s); the upcast path serves it",
+                    overload, dtypes.NAMES[dtype], _failed[(overload, dtype)])
+
+
+def _package(overload: str, dtype: torch.dtype) -> str:
+    """The cached package's path, built first (in a child process) if the cache lacks it: check, lock, check."""
+    store, entry_key = _store(), key(overload, dtype)
+    entry = _intact(store, entry_key)
+    if entry is None:
+        with store.lock(entry_key):
+            entry = _intact(store, entry_key)
+            if entry is None:
+                with tempfile.TemporaryDirectory(prefix="jitdtypes-cpu-kernel-") as scratch:
+                    package = Path(scratch) / "kernel.pt2"
+                    _build_in_child(overload, dtype, package)
+                    built.append((overload, dtype))
+                    entry = store.write(entry_key, package, {"overload": overload, "dtype": dtypes.NAMES[dtype],
+                                                             "torch": torch.__version__})
+    return entry.source
+
+
+def _intact(store, entry_key: str):
+    """The entry if it is whole; None if absent or corrupt (then rebuilt over it). An insecure one raises."""
+    from jitdtypes.cache_tools.store import CorruptEntry
+
+    try:
+        return store.read(entry_key)
+    except CorruptEntry as exc:
+        log.warning("jitdtypes: rebuilding a corrupt generated CPU kernel (%s)", exc)
+        return None
+
+
+def _build_in_child(overload: str, dtype: torch.dtype, package: Path) -> None:
+    command = [sys.executable, "-m", "jitdtypes.cpu_kernels.build", overload, dtypes.NAMES[dtype], str(package)]
+    environment = dict(os.environ, **{ENV_VAR: OFF, "PYTHONWARNINGS": "ignore"})  # the child builds, never asks
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
+    if done.returncode != 0 or not package.exists():
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise RuntimeError(f"building it failed: {lines[-1] if lines else done.returncode}")
+
+
+def _install(overload: str, dtype: torch.dtype, path: str) -> None:
+    from .. import native_guard
+
+    dispatch_key = _eligible.get((overload, dtype))
+    if dispatch_key is None:
+        return  # disabled meanwhile
+    native_guard.install_generated(overload, dispatch_key, dtype, path, MIN_NUMEL,
+                                   words=dtype not in _SHIM_DTYPES)
+    _installed[(overload, dtype)] = path
+    log.debug("jitdtypes: generated CPU kernel for %s on %s installed", overload, dtypes.NAMES[dtype])
+
+
+# dtypes AOTInductor's C shim can pass (the others cross as int32 words)
+_SHIM_DTYPES = frozenset({torch.complex32})

@@ -1,0 +1,104 @@
+// Kernels generated for one (operator, dtype) on CPU (jitdtypes/cpu_kernels): AOTInductor packages of the compile
+// path's formulas over flattened contiguous inputs, one package serving every size. Python builds a package in
+// the background and installs it here once it is ready; from then on a typed guard runs it for the calls it
+// fits, instead of the C++ upcast: every tensor of the call has that dtype, the same sizes, is contiguous, not
+// flagged conj/neg and not a wrapped number; Scalars are 1 (add's and sub's alpha); no dtype=; and the call has
+// at least `min_numel` elements (the package's symbolic length starts at 2). Anything else, and a package that
+// raises, takes the upcast as before.
+//
+// bcomplex32 crosses the package boundary as int32 words (AOTInductor's C shim has no bcomplex32): the package
+// takes and returns int32 tensors of the same bits.
+
+#pragma once
+
+// Included by guard.cpp inside its anonymous namespace, after upcast.h.
+
+struct GeneratedKernel {
+  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+  int64_t min_numel = 0;
+  bool words = false;  // inputs and complex results pass as int32 words
+};
+
+// Per registration: the installed kernel per dtype (null: none). Installed kernels are never freed: a call
+// may be running one while another thread installs a newer one, and a process installs a few dozen at most.
+struct GeneratedSlots {
+  std::array<std::atomic<const GeneratedKernel*>, kScalarTypes> kernels{};
+};
+
+inline std::mutex generated_lock;
+inline std::unordered_map<std::string, std::shared_ptr<GeneratedSlots>>& generated_registry() {
+  static std::unordered_map<std::string, std::shared_ptr<GeneratedSlots>> registry;  // "aten::exp|CPU"
+  return registry;
+}
+
+inline std::shared_ptr<GeneratedSlots> generated_slots(const std::string& name, const std::string& key) {
+  std::lock_guard<std::mutex> guard(generated_lock);
+  auto& slot = generated_registry()[name + "|" + key];
+  if (!slot) slot = std::make_shared<GeneratedSlots>();
+  return slot;
+}
+
+template <class A>
+constexpr bool generated_arg = std::is_same_v<A, const Tensor&> || std::is_same_v<A, const c10::Scalar&> ||
+                               std::is_same_v<A, std::optional<ScalarType>>;
+
+template <class Return, class... Args>
+constexpr bool generatable = std::is_same_v<Return, Tensor> && (generated_arg<Args> && ...);
+
+// What a call holds, as far as a generated kernel cares.
+struct GeneratedCheck {
+  ScalarType dtype = ScalarType::Undefined;
+  const Tensor* first = nullptr;
+  bool ok = true;
+
+  void see(const Tensor& t) {
+    if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number() || t.is_conj() || t.is_neg() ||
+        !t.is_contiguous() || (first != nullptr && (t.scalar_type() != dtype || !t.sizes().equals(first->sizes())))) {
+      ok = false;
+      return;
+    }
+    if (first == nullptr) {
+      first = &t;
+      dtype = t.scalar_type();
+    }
+  }
+  void see(const c10::Scalar& value) {
+    if (!value.isIntegral(false) || value.toLong() != 1) ok = false;
+  }
+  void see(const std::optional<ScalarType>& requested) {
+    if (requested.has_value()) ok = false;
+  }
+};
+
+inline Tensor as_input(const Tensor& t, bool words) {
+  const Tensor flat = t.reshape({t.numel()});
+  return words ? flat.view(ScalarType::Int) : flat;
+}
+
+// The call's result from the installed kernel, or nothing when none is installed or the call does not fit.
+template <class... Args>
+std::optional<Tensor> run_generated(const GeneratedSlots& slots, const Args&... args) {
+  GeneratedCheck check;
+  (check.see(args), ...);
+  if (!check.ok || check.first == nullptr) return std::nullopt;
+  const size_t index = static_cast<size_t>(check.dtype);
+  if (index >= kScalarTypes) return std::nullopt;
+  const GeneratedKernel* kernel = slots.kernels[index].load(std::memory_order_acquire);
+  if (kernel == nullptr || check.first->numel() < kernel->min_numel) return std::nullopt;
+  std::vector<Tensor> inputs;
+  inputs.reserve(sizeof...(Args));
+  auto add = [&](const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, Tensor>) inputs.push_back(as_input(value, kernel->words));
+  };
+  (add(args), ...);
+  std::vector<Tensor> outputs;
+  try {
+    outputs = kernel->loader->run(inputs);
+  } catch (const std::exception&) {
+    return std::nullopt;  // the upcast serves it (and raises whatever the call itself deserves)
+  }
+  Tensor result = std::move(outputs.at(0));
+  if (kernel->words && result.scalar_type() == ScalarType::Int) result = result.view(check.dtype);
+  // elementwise: the flat result in the inputs' shape; a full reduction's 0-dim result as it is
+  return result.numel() == check.first->numel() ? result.view(check.first->sizes()) : result;
+}

@@ -1,0 +1,178 @@
+"""Generated CPU kernels (jitdtypes/cpu_kernels): built on first use with JITDTYPES_CPU_KERNELS=eager, they
+serve the calls they fit with the package's own results, leave every other call to the upcast path, agree with
+complex64 on the same rounded inputs over OpInfo's samples, and follow the cache rules (tampered packages
+are rebuilt, insecure ones refused, eight processes asking at once build one).
+
+Each package takes AOTInductor 10-20 s to build on 2 cores, so a representative set is built here: a unary op
+with a complex and one with a real result, a binary op without and one with alpha, the words boundary
+(bcomplex32) and the native one (complex32)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+import jitdtypes
+from jitdtypes import cpu_kernels, dtypes
+from jitdtypes.cache_tools.store import InsecureEntry
+
+from .opinfo_samples import op_db
+
+pytestmark = pytest.mark.skipif(
+    not jitdtypes.is_enabled() or jitdtypes.guard() != "compiled", reason="needs the compiled guard")
+
+CASES = [("aten::exp", torch.complex32, "exp"), ("aten::angle", torch.complex32, "angle"),
+         ("aten::div.Tensor", torch.complex32, "div"), ("aten::mul.Tensor", torch.bcomplex32, "mul"),
+         ("aten::add.Tensor", torch.bcomplex32, "add"), ("aten::exp", torch.bcomplex32, "exp")]
+IDS = [f"{o.removeprefix('aten::')}-{dtypes.NAMES[d]}" for o, d, _ in CASES]
+
+
+@pytest.fixture(scope="module")
+def installed():
+    """Every case's package built (or found) and installed, as a first call in eager mode does."""
+    previous = os.environ.get(cpu_kernels.ENV_VAR)
+    os.environ[cpu_kernels.ENV_VAR] = cpu_kernels.EAGER
+    try:
+        for overload, dtype, name in CASES:
+            assert (overload, dtype) in cpu_kernels._eligible, f"{overload} is not upcast in C++ for {dtype}"
+            _call(name, _inputs(dtype, (4,), 2 if "Tensor" in overload else 1))  # the router's first call
+    finally:
+        os.environ.pop(cpu_kernels.ENV_VAR) if previous is None else os.environ.update({cpu_kernels.ENV_VAR: previous})
+    status = cpu_kernels.status()
+    for overload, dtype, _ in CASES:
+        assert status[(overload, dtypes.NAMES[dtype])] == "installed", status
+    return dict(cpu_kernels._installed)
+
+
+def _inputs(dtype, shape, count, seed=0):
+    torch.manual_seed(seed)
+    return [(torch.randn(shape, dtype=torch.complex64) + (2 if i else 0)).to(dtype) for i in range(count)]
+
+
+def _call(name, tensors):
+    return getattr(torch, name)(*tensors)
+
+
+def _upcast(name, tensors, dtype):
+    """The upcast path's result by its definition: complex64 on the rounded inputs, rounded once."""
+    wide = _call(name, [t.to(torch.complex64) for t in tensors])
+    return wide.to(dtype if wide.is_complex() else dtypes.part_dtype(dtype))
+
+
+def _bits(t):
+    return t.contiguous().view(torch.int32 if t.dtype.itemsize == 4 else torch.int16)
+
+
+def _package_result(path, tensors, dtype):
+    loader = torch._C._aoti.AOTIModelPackageLoader(path, "model", False, 1, -1)
+    words = dtype != torch.complex32
+    flat = [t.reshape(-1).view(torch.int32) if words else t.reshape(-1) for t in tensors]
+    out = loader.run(flat)[0]
+    return (out.view(dtype) if out.dtype == torch.int32 else out).view(tensors[0].shape)
+
+
+@pytest.mark.parametrize("overload,dtype,name", CASES, ids=IDS)
+def test_contiguous_calls_take_the_package_others_the_upcast(installed, overload, dtype, name):
+    count = 2 if "Tensor" in overload else 1
+    tensors = _inputs(dtype, (37, 64), count)
+    ours = _call(name, tensors)
+    assert ours.dtype == _upcast(name, tensors, dtype).dtype and ours.shape == tensors[0].shape
+    assert torch.equal(_bits(ours), _bits(_package_result(installed[(overload, dtype)], tensors, dtype)))
+    transposed = [t.T for t in tensors]  # not contiguous: the upcast path, bit for bit
+    assert torch.equal(_bits(_call(name, transposed)), _bits(_upcast(name, transposed, dtype)))
+    one = [t.reshape(-1)[:1] for t in tensors]  # below the package's symbolic length
+    assert torch.equal(_bits(_call(name, one)), _bits(_upcast(name, one, dtype)))
+
+
+@pytest.mark.parametrize("overload,dtype,name", CASES, ids=IDS)
+def test_opinfo_samples_agree_with_complex64(installed, overload, dtype, name):
+    (info,) = [op for op in op_db() if op.name == name and op.variant_test_name in ("", "no_rounding_mode")]
+    checked = 0
+    for sample in info.sample_inputs("cpu", torch.complex64):
+        tensors = [sample.input, *sample.args]
+        if sample.kwargs or not all(isinstance(t, torch.Tensor) for t in tensors):
+            continue
+        narrow = [t.to(dtype) for t in tensors]
+        expected = _upcast(name, narrow, dtype)
+        got = _call(name, narrow)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        torch.testing.assert_close(got.to(torch.complex64 if got.is_complex() else torch.float32),
+                                   expected.to(torch.complex64 if got.is_complex() else torch.float32),
+                                   rtol=2 ** -7, atol=2 ** -7, equal_nan=True)
+        checked += 1
+    assert checked >= 1, f"no OpInfo sample of {name} is a plain call"
+
+
+def test_tampered_package_is_rebuilt(installed, monkeypatch):
+    overload, dtype = "aten::exp", torch.complex32
+    store = cpu_kernels._store()
+    entry = store.read(cpu_kernels.key(overload, dtype))
+    package = entry.directory / "kernel.pt2"
+    data = bytearray(package.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    package.write_bytes(bytes(data))
+    before = len(cpu_kernels.built)
+    path = cpu_kernels._package(overload, dtype)
+    assert cpu_kernels.built[before:] == [(overload, dtype)]
+    assert store.read(cpu_kernels.key(overload, dtype)).source == path
+
+
+def test_insecure_package_is_refused(installed):
+    entry = cpu_kernels._store().read(cpu_kernels.key("aten::exp", torch.bcomplex32))
+    mode = entry.directory.stat().st_mode
+    os.chmod(entry.directory, mode | stat.S_IWOTH)
+    try:
+        with pytest.raises(InsecureEntry):
+            cpu_kernels._package("aten::exp", torch.bcomplex32)
+    finally:
+        os.chmod(entry.directory, mode)
+
+
+def test_eight_processes_build_one_package(tmp_path):
+    from .conftest import seed_cache
+
+    cache = seed_cache(tmp_path / "cache")
+    program = textwrap.dedent("""
+        import jitdtypes, torch
+        from jitdtypes import cpu_kernels
+        cpu_kernels.first_need("aten::sigmoid", torch.complex32)
+        print(cpu_kernels.status()[("aten::sigmoid", "complex32")], len(cpu_kernels.built))
+    """)
+    env = dict(os.environ, JITDTYPES_CACHE_DIR=str(cache), JITDTYPES_CPU_KERNELS="eager",
+               JITDTYPES_DISCOVERY="cached")
+    children = [subprocess.Popen([sys.executable, "-c", program], env=env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    results = [child.communicate(timeout=600) for child in children]
+    lines = [out.strip().splitlines()[-1] for out, _ in results]
+    assert all(line.startswith("installed ") for line in lines), results
+    assert sorted(int(line.split()[1]) for line in lines) == [0] * 7 + [1]
+
+
+def test_mode_from_the_environment(monkeypatch):
+    for value in (cpu_kernels.OFF, cpu_kernels.LAZY, cpu_kernels.EAGER):
+        monkeypatch.setenv(cpu_kernels.ENV_VAR, value)
+        assert cpu_kernels.mode() == value
+    monkeypatch.setenv(cpu_kernels.ENV_VAR, "sometimes")
+    with pytest.raises(ValueError, match="must be off, lazy or eager"):
+        cpu_kernels.mode()
+
+
+def test_off_builds_nothing(monkeypatch):
+    monkeypatch.setenv(cpu_kernels.ENV_VAR, cpu_kernels.OFF)
+    request = ("aten::tanh", torch.bcomplex32)
+    assert request in cpu_kernels._eligible
+    cpu_kernels.first_need(*request)
+    assert request not in cpu_kernels._requested
+
+
+def test_import_loads_neither_dynamo_nor_inductor():
+    code = "import sys, jitdtypes, torch; print('torch._dynamo' in sys.modules, 'torch._inductor' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, JITDTYPES_CPU_KERNELS="lazy"), timeout=300)
+    assert out.stdout.split() == ["False", "False"], out.stderr
