@@ -16,7 +16,7 @@ from jitdtypes.cache_tools import triton_artifacts
 from jitdtypes.cache_tools.store import KernelStore
 from jitdtypes.kernels_templates import common
 
-from . import aot, engine, selftest
+from . import aot, cpu_kernels, engine, selftest
 
 
 @dataclasses.dataclass
@@ -130,7 +130,31 @@ def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None,
             continue
         summary.generated += generated
         summary.cached += not generated
+    if device_type == "cpu" and cpu_kernels.mode() != cpu_kernels.OFF:
+        _generate_cpu_kernels(dtype_names, ops, summary, progress)
     return summary
+
+
+def _generate_cpu_kernels(dtype_names, ops, summary: Summary, progress) -> None:
+    """The AOTInductor packages of jitdtypes.cpu_kernels for every eligible (op, dtype)."""
+    from jitdtypes import dtypes
+
+    wanted = cpu_kernels.to_warm([dtypes.COMPLEX_BY_NAME[n] for n in dtype_names if n in dtypes.COMPLEX_BY_NAME],
+                                 ops)
+    summary.total += len(wanted)
+    if progress:
+        progress.phase("cpu (generated kernels)", len(wanted))
+    for done, (overload, dtype) in enumerate(wanted):
+        label = f"{overload.removeprefix('aten::')} {dtypes.NAMES[dtype]} (generated)"
+        if progress:
+            progress.step(done, label)
+        try:
+            generated = cpu_kernels.ensure(overload, dtype)
+        except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
+            summary.failed.append((label, f"{type(exc).__name__}: {exc}"))
+            continue
+        summary.generated += generated
+        summary.cached += not generated
 
 
 def _compile(dtype_names, ops, summary: Summary, progress) -> None:

@@ -110,6 +110,20 @@ def wait() -> None:
     _queue.join()
 
 
+def to_warm(dtype_list, ops=None) -> list[tuple[str, torch.dtype]]:
+    """The eligible (overload, dtype) pairs of these dtypes (and op names, e.g. "exp", "add"), for `warm`."""
+    return sorted((o, d) for o, d in _eligible if d in dtype_list and (not ops or o[6:].split(".")[0] in ops))
+
+
+def ensure(overload: str, dtype: torch.dtype) -> bool:
+    """Build or find the package and install it now (`jitdtypes warm --device cpu`): True if it was built."""
+    before = len(built)
+    _install(overload, dtype, _package(overload, dtype))
+    with _lock:
+        _requested.add((overload, dtype))
+    return len(built) > before
+
+
 def status() -> dict:
     """(overload, dtype name) -> "installed", "building", "failed: ...": what `jitdtypes ops` shows."""
     result = {}
