@@ -43,7 +43,7 @@ def installed():
     os.environ[cpu_kernels.ENV_VAR] = cpu_kernels.EAGER
     try:
         for overload, dtype, name in CASES:
-            assert (overload, dtype) in cpu_kernels._eligible, f"{overload} is not upcast in C++ for {dtype}"
+            assert (overload, dtype) in cpu_kernels.eligible, f"{overload} is not upcast in C++ for {dtype}"
             _call(name, _inputs(dtype, (4,), 2 if "Tensor" in overload else 1))  # the router's first call
     finally:
         os.environ.pop(cpu_kernels.ENV_VAR) if previous is None else os.environ.update({cpu_kernels.ENV_VAR: previous})
@@ -169,7 +169,7 @@ def test_mode_from_the_environment(monkeypatch):
 def test_off_builds_nothing(monkeypatch):
     monkeypatch.setenv(cpu_kernels.ENV_VAR, cpu_kernels.OFF)
     request = ("aten::tanh", torch.complex32)
-    assert request in cpu_kernels._eligible
+    assert request in cpu_kernels.eligible
     cpu_kernels.first_need(*request)
     assert request not in cpu_kernels._requested
 

@@ -50,7 +50,7 @@ OFF, LAZY, EAGER = "off", "lazy", "eager"
 _FORMAT = 1
 
 _lock = threading.Lock()
-_eligible: dict[tuple[str, torch.dtype], str] = {}  # (overload, dtype) -> dispatch key whose guard upcasts it
+eligible: dict[tuple[str, torch.dtype], str] = {}  # (overload, dtype) -> dispatch key whose guard upcasts it
 _requested: set[tuple[str, torch.dtype]] = set()
 _installed: dict[tuple[str, torch.dtype], str] = {}  # -> package path
 _failed: dict[tuple[str, torch.dtype], str] = {}  # -> why
@@ -71,13 +71,13 @@ def offer(overload: str, dispatch_key: str, upcast_dtypes) -> None:
     may take its calls (cheap: nothing is loaded or built until a first call asks, `first_need`)."""
     if overload in GENERATED:
         for dtype in upcast_dtypes:
-            _eligible[(overload, dtype)] = dispatch_key
+            eligible[(overload, dtype)] = dispatch_key
 
 
 def first_need(overload: str, dtype: torch.dtype) -> None:
     """A first call of (overload, dtype) reached the router: install its kernel, or have it built."""
     request = (overload, dtype)
-    if request not in _eligible or request in _requested:
+    if request not in eligible or request in _requested:
         return
     chosen = mode()
     if chosen == OFF:
@@ -112,7 +112,7 @@ def wait() -> None:
 
 def to_warm(dtype_list, ops=None) -> list[tuple[str, torch.dtype]]:
     """The eligible (overload, dtype) pairs of these dtypes (and op names, e.g. "exp", "add"), for `warm`."""
-    return sorted((o, d) for o, d in _eligible if d in dtype_list and (not ops or o[6:].split(".")[0] in ops))
+    return sorted((o, d) for o, d in eligible if d in dtype_list and (not ops or o[6:].split(".")[0] in ops))
 
 
 def ensure(overload: str, dtype: torch.dtype) -> bool:
@@ -197,7 +197,7 @@ def _build_in_child(overload: str, dtype: torch.dtype, package: Path) -> None:
 def _install(overload: str, dtype: torch.dtype, path: str) -> None:
     from .. import native_guard
 
-    dispatch_key = _eligible.get((overload, dtype))
+    dispatch_key = eligible.get((overload, dtype))
     if dispatch_key is None:
         return  # disabled meanwhile
     native_guard.install_generated(overload, dispatch_key, dtype, path, MIN_NUMEL,

@@ -133,7 +133,7 @@ class Router:
         upcast_count = path_record.counter(op, name, device, path_record.UPCAST)
         template = engine.planned_adapter(op, device, args, kwargs) if self.templates else None
         upcast_call = upcast.specialize(info, self.original, args, kwargs, upcast_count)
-        if device == "cpu":
+        if device == "cpu" and (op, dtype) in cpu_kernels.eligible:
             cpu_kernels.first_need(op, dtype)  # later calls may find a generated kernel in the C++ guard
 
         if template is None:

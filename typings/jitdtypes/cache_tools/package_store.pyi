@@ -1,0 +1,1 @@
+from cache_tools.package_store import *
