@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import locations, triton_artifacts
 from .guard_store import FAILED, LIBRARY, GuardStore
+from .package_store import PACKAGE, PackageStore
 from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
 
 VERSION_FIELDS = ("torch", "triton", "jitdtypes")
@@ -124,6 +125,25 @@ def guard_failures(root: Path | None = None) -> list[dict]:
     return failures
 
 
+def cpu_kernel_entries(root: Path | None = None) -> list[dict]:
+    """Every generated CPU kernel (package_store.py) in the cache, damaged ones included (with `problem` set)."""
+    store = PackageStore(root or locations.cache_root())
+    entries = []
+    for directory in sorted(store.root.glob("*/*")) if store.root.is_dir() else []:
+        if not directory.is_dir() or directory.is_symlink():
+            continue
+        meta, problem = {}, None
+        try:
+            entry = store.read(directory.name)
+            meta = entry.meta if entry is not None else {}
+        except (CorruptEntry, InsecureEntry, OSError) as exc:
+            problem = str(exc).replace(f"{directory}: ", "")
+        entries.append({"key": directory.name, "path": str(directory / PACKAGE), "bytes": _size(directory),
+                        "overload": meta.get("overload"), "dtype": meta.get("dtype"), "torch": meta.get("torch"),
+                        "created": meta.get("created"), "problem": problem})
+    return entries
+
+
 def info(root: Path | None = None) -> dict:
     root = root or locations.cache_root()
     records = scan(root)
@@ -134,17 +154,19 @@ def info(root: Path | None = None) -> dict:
     discovery = discovery_files(root)
     guards = guard_entries(root)
     failures = guard_failures(root)
+    generated = cpu_kernel_entries(root)
     return {
         "dir": str(root),
         "entries": len(records),
         "bytes": sum(r.bytes for r in records) + sum(d["bytes"] for d in discovery)
-        + sum(g["bytes"] for g in guards + failures),
+        + sum(g["bytes"] for g in guards + failures) + sum(g["bytes"] for g in generated),
         "kernel_bytes": sum(r.bytes for r in records),
         "damaged": sum(r.problem is not None for r in records),
         "versions": [dict(zip(VERSION_FIELDS, v), entries=n) for v, n in sorted(versions.items(), key=str)],
         "discovery": discovery,
         "guard": guards,
         "guard_failures": failures,
+        "cpu_kernels": generated,
     }
 
 

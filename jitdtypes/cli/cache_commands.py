@@ -49,6 +49,15 @@ def info(args) -> int:
         print("guard      the Python guard is used: JITDTYPES_GUARD=python")
     elif not report["guard"] and not report["guard_failures"]:
         print("guard      no compiled guard built yet (the Python guard is used until one is)")
+    generated = report["cpu_kernels"]
+    if generated:
+        damaged = sum(g["problem"] is not None for g in generated)
+        per_torch: dict = {}
+        for g in generated:
+            per_torch[g["torch"]] = per_torch.get(g["torch"], 0) + 1
+        print(f"cpu        {len(generated)} generated CPU kernels, {sum(g['bytes'] for g in generated):,} bytes ("
+              + ", ".join(f"torch {t}: {n}" for t, n in sorted(per_torch.items(), key=str))
+              + (f"; {damaged} damaged, rebuilt when next needed" if damaged else "") + ")")
     print(f"total      {report['bytes']:,} bytes")
     return 0
 
