@@ -17,10 +17,8 @@ import shutil
 import time
 from pathlib import Path
 
-from filelock import FileLock
-
 from . import atomic, locations
-from .store import CorruptEntry, Entry, check_trusted, this_user
+from .store import CorruptEntry, Entry, KeyedStore
 
 PACKAGE, META = "kernel.pt2", "meta.json"
 
@@ -33,27 +31,15 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-class PackageStore:
-    def __init__(self, root: Path | None = None, owners: frozenset[int] | None = None) -> None:
-        self.root = (root or locations.cache_root()) / "cpu_kernels"
-        self.owners = this_user() if owners is None else owners
-
-    def directory(self, key: str) -> Path:
-        return self.root / key[:2] / key
-
-    def lock(self, key: str) -> FileLock:
-        locations.ensure_dir(self.root / key[:2])
-        return FileLock(str(self.root / key[:2] / f"{key}.lock"))
+class PackageStore(KeyedStore):
+    FOLDER, FILES = "cpu_kernels", (PACKAGE, META)
 
     def read(self, key: str) -> Entry | None:
         """The entry for `key` (its `source` is the package's path), None if absent; InsecureEntry or
         CorruptEntry as KernelStore.read."""
-        directory = self.directory(key)
-        if not directory.exists():
+        directory = self.existing(key)
+        if directory is None:
             return None
-        for path in (self.root.parent, self.root, directory.parent, directory, directory / PACKAGE, directory / META):
-            if path.exists():
-                check_trusted(path, self.owners)
         try:
             meta = json.loads((directory / META).read_text())
             digest = sha256_of(directory / PACKAGE)

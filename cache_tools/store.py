@@ -76,12 +76,16 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class KernelStore:
-    """owners: the uids an entry and its directories may belong to (default: this user; read-only layers also
+class KeyedStore:
+    """One content-addressed directory per key under <cache>/<FOLDER>/<key[:2]>/<key>, with its lock beside it.
+    owners: the uids an entry and its directories may belong to (default: this user; read-only layers also
     accept root, see layers.py)."""
 
+    FOLDER = ""
+    FILES: tuple[str, ...] = ()  # an entry's files, checked like its directories
+
     def __init__(self, root: Path | None = None, owners: frozenset[int] | None = None) -> None:
-        self.root = (root or locations.cache_root()) / "kernels"
+        self.root = (root or locations.cache_root()) / self.FOLDER
         self.owners = this_user() if owners is None else owners
 
     def directory(self, key: str) -> Path:
@@ -91,15 +95,27 @@ class KernelStore:
         locations.ensure_dir(self.root / key[:2])
         return FileLock(str(self.root / key[:2] / f"{key}.lock"))
 
-    def read(self, key: str) -> Entry | None:
-        """The entry for `key`, None if absent; InsecureEntry if it or a directory above it could have been
-        written by someone else; CorruptEntry if present but not intact."""
+    def existing(self, key: str) -> Path | None:
+        """The entry's directory, None if absent; InsecureEntry if it, one of its files or a directory above it
+        could have been written by someone else."""
         directory = self.directory(key)
         if not directory.exists():
             return None
-        for path in (self.root.parent, self.root, directory.parent, directory, directory / SOURCE, directory / META):
+        for path in (self.root.parent, self.root, directory.parent, directory, *(directory / f for f in self.FILES)):
             if path.exists():
                 check_trusted(path, self.owners)
+        return directory
+
+
+class KernelStore(KeyedStore):
+    FOLDER, FILES = "kernels", (SOURCE, META)
+
+    def read(self, key: str) -> Entry | None:
+        """The entry for `key`, None if absent; InsecureEntry if it or a directory above it could have been
+        written by someone else; CorruptEntry if present but not intact."""
+        directory = self.existing(key)
+        if directory is None:
+            return None
         try:
             meta = json.loads((directory / META).read_text())
             source = (directory / SOURCE).read_text()

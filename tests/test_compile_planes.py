@@ -135,7 +135,7 @@ def test_planar_graph_splits_once_and_loads_parts(dtype):
 
 
 def test_storage_choice_from_the_environment(monkeypatch):
-    monkeypatch.setenv(layout_ops.ENV_VAR, "complex32, bcomplex32")
+    monkeypatch.setenv(layout_ops.ENV_VAR, " , ".join(dtypes.NAMES[d] for d in dtypes.COMPLEX_TARGETS))
     assert layout_ops._requested() == frozenset(dtypes.COMPLEX_TARGETS)
     monkeypatch.setenv(layout_ops.ENV_VAR, "")
     assert layout_ops._requested() == frozenset()

@@ -52,7 +52,9 @@ def installed():
     status = cpu_kernels.status()
     for overload, dtype, _ in CASES:
         assert status[(overload, dtypes.NAMES[dtype])] == "installed", status
-    return dict(cpu_kernels._installed)
+    yield dict(cpu_kernels._installed)
+    for overload, dtype, _ in CASES:  # later tests in this process expect the upcast path (test_demo's memory)
+        cpu_kernels.uninstall(overload, dtype)
 
 
 def _inputs(dtype, shape, count, seed=0):
@@ -112,6 +114,16 @@ def test_opinfo_samples_agree_with_complex64(installed, overload, dtype, name):
                                    rtol=2 ** -7, atol=2 ** -7, equal_nan=True)
         checked += 1
     assert checked >= 1, f"no OpInfo sample of {name} is a plain call"
+
+
+def test_uninstalled_kernels_leave_calls_to_the_upcast(installed):
+    tensors = _inputs(torch.complex32, (64, 64), 1)
+    cpu_kernels.uninstall("aten::exp", torch.complex32)
+    try:
+        assert torch.equal(_bits(torch.exp(tensors[0])), _bits(_upcast("exp", tensors, torch.complex32)))
+    finally:
+        cpu_kernels.first_need("aten::exp", torch.complex32)  # eager mode is off here: reinstall by hand
+        cpu_kernels.ensure("aten::exp", torch.complex32)
 
 
 def test_tampered_package_is_rebuilt(installed, monkeypatch):

@@ -124,6 +124,18 @@ def ensure(overload: str, dtype: torch.dtype) -> bool:
     return len(built) > before
 
 
+def uninstall(overload: str, dtype: torch.dtype) -> None:
+    """Calls take the C++ upcast again, and a next first need installs the package anew (tests)."""
+    from .. import native_guard
+
+    dispatch_key = eligible.get((overload, dtype))
+    if dispatch_key is not None and (overload, dtype) in _installed:
+        native_guard.install_generated(overload, dispatch_key, dtype, "", MIN_NUMEL, words=False)
+    with _lock:
+        _installed.pop((overload, dtype), None)
+        _requested.discard((overload, dtype))
+
+
 def status() -> dict:
     """(overload, dtype name) -> "installed", "building", "failed: ...": what `jitdtypes ops` shows."""
     result = {}

@@ -136,8 +136,9 @@ def move_planes(words: int, re: int, im: int, n: int, split: bool) -> None:
 
 
 def install_generated(overload: str, key: str, dtype, path: str, min_numel: int, words: bool) -> None:
-    """Typed guards of `overload` ("aten::exp.default" style: name and overload, "" for none) at `key` run the
-    AOTInductor package at `path` for `dtype` calls of at least `min_numel` elements (generated.h)."""
+    """Typed guards of `overload` ("aten::add.Tensor" style: name and overload, none for the default) at `key`
+    run the AOTInductor package at `path` for `dtype` calls of at least `min_numel` elements (generated.h);
+    an empty `path` uninstalls."""
     name, _, overload_name = overload.partition(".")
     _call(load().jitdtypes_guard_generated, name.encode(), overload_name.encode(), key.encode(),
           _scalar_type_names([dtype]), str(path).encode(), min_numel, int(words))

@@ -438,12 +438,20 @@ JITDTYPES_EXPORT void jitdtypes_guard_planes(void* words, void* re, void* im, in
 }
 
 // Installs the AOTInductor package at `path` for calls of `dtype` (a ScalarType name) to `name`.`overload` at
-// `key` with at least `min_numel` elements (generated.h); `words`: it takes and returns int32 words.
+// `key` with at least `min_numel` elements (generated.h); `words`: it takes and returns int32 words. An empty
+// `path` uninstalls.
 JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* overload, const char* key,
                                                const char* dtype, const char* path, int64_t min_numel, int words,
                                                char* error, size_t error_size) {
   try {
     const DtypeSet one = parse_dtypes(dtype);
+    if (path[0] == '\0') {  // uninstall: calls take the upcast again (the kernel itself stays, see generated.h)
+      auto slots = generated_slots(std::string(name) + "." + overload, key);
+      for (size_t i = 0; i < kScalarTypes; ++i) {
+        if (one[i]) slots->kernels[i].store(nullptr, std::memory_order_release);
+      }
+      return 0;
+    }
     auto kernel = std::make_unique<GeneratedKernel>();
     kernel->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, "model", false, 1, -1);
     kernel->min_numel = min_numel;
