@@ -81,7 +81,8 @@ def _package_result(path, tensors, dtype):
     words = dtype != torch.complex32
     flat = [t.reshape(-1).view(torch.int32) if words else t.reshape(-1) for t in tensors]
     out = loader.run(flat)[0]
-    return (out.view(dtype) if out.dtype == torch.int32 else out).view(tensors[0].shape)
+    out = out.view(dtype) if out.dtype == torch.int32 else out
+    return out.view(tensors[0].shape) if out.numel() == tensors[0].numel() else out  # a full reduction's 0-dim
 
 
 @pytest.mark.parametrize("overload,dtype,name", CASES, ids=IDS)
@@ -193,3 +194,99 @@ def test_import_loads_neither_dynamo_nor_inductor():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, JITDTYPES_CPU_KERNELS="lazy"), timeout=300)
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+# Ops PyTorch serves itself for complex32, more slowly than a generated kernel (cpu_kernels.table.OVERRIDDEN)
+OVERRIDDEN_CASES = [("aten::sum", torch.complex32, "sum"), ("aten::mul.Tensor", torch.complex32, "mul")]
+
+
+@pytest.fixture(scope="module")
+def overriding():
+    """Their packages built (or found) and installed; afterwards PyTorch's kernels serve them again."""
+    previous = os.environ.get(cpu_kernels.ENV_VAR)
+    os.environ[cpu_kernels.ENV_VAR] = cpu_kernels.EAGER
+    try:
+        for overload, dtype, _ in OVERRIDDEN_CASES:
+            assert cpu_kernels._min_numel[(overload, dtype)] == cpu_kernels.OVERRIDDEN[overload]
+            cpu_kernels.first_need(overload, dtype)
+    finally:
+        os.environ.pop(cpu_kernels.ENV_VAR) if previous is None else os.environ.update({cpu_kernels.ENV_VAR: previous})
+    yield
+    for overload, dtype, _ in OVERRIDDEN_CASES:
+        cpu_kernels.uninstall(overload, dtype)
+
+
+@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=["sum", "mul"])
+def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtype, name):
+    count = 2 if name == "mul" else 1
+    large = _inputs(dtype, (8192,), count)
+    ours = _call(name, large)
+    path = cpu_kernels._installed[(overload, dtype)]
+    assert torch.equal(_bits(ours), _bits(_package_result(path, large, dtype)))
+    torch.testing.assert_close(ours.to(torch.complex64), _upcast(name, large, dtype).to(torch.complex64),
+                               rtol=2 ** -9, atol=2 ** -6)
+    # below the measured threshold, and not contiguous: PyTorch's own kernel, bit for bit
+    small = _inputs(dtype, (cpu_kernels.OVERRIDDEN[overload] - 1,), count)
+    strided = [t.reshape(64, 128).T for t in large]
+    for tensors in (small, strided):
+        cpu_kernels.uninstall(overload, dtype)
+        try:
+            expected = _call(name, tensors)
+        finally:
+            cpu_kernels.ensure(overload, dtype)
+        assert torch.equal(_bits(_call(name, tensors)), _bits(expected))
+    # other dtypes never reach it
+    wide = [t.to(torch.complex64) for t in large]
+    assert torch.equal(_call(name, wide), getattr(torch.Tensor, name)(*wide))
+
+
+@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=["sum", "mul"])
+def test_overridden_calls_run_the_installed_package(installed, overriding, overload, dtype, name):
+    """Which package serves a call, seen by installing another op's (exp for sum, div for mul) in its slot."""
+    from jitdtypes import native_guard
+
+    other = "exp" if name == "sum" else "div"
+    tensors = _inputs(dtype, (8192,), 2 if name == "mul" else 1)
+    other_package = installed[("aten::exp" if other == "exp" else "aten::div.Tensor", dtype)]
+    native_guard.install_generated(overload, "CPU", dtype, other_package, 2, words=False)
+    try:
+        assert torch.equal(_bits(_call(name, tensors)), _bits(_call(other, tensors)))
+    finally:
+        cpu_kernels.uninstall(overload, dtype)
+        cpu_kernels.ensure(overload, dtype)
+    torch.testing.assert_close(_call(name, tensors).to(torch.complex64),
+                               _upcast(name, tensors, dtype).to(torch.complex64), rtol=2 ** -9, atol=2 ** -6)
+
+
+def test_overridden_dtype_asks_for_its_kernel_once(overriding, monkeypatch):
+    """The guard's first call that fits calls cpu_kernels.first_need through the hook (PyTorch's kernel
+    serves that call), and no later one."""
+    asked = []
+    monkeypatch.setattr(cpu_kernels, "_requested", set())
+    monkeypatch.setattr(cpu_kernels, "mode", lambda: asked.append(1) or cpu_kernels.OFF)
+    cpu_kernels.uninstall("aten::sum", torch.complex32)  # resets the guard's "asked" flag
+    try:
+        x = _inputs(torch.complex32, (4096,), 1)[0]
+        for _ in range(3):
+            torch.sum(x)
+        assert len(asked) == 1
+    finally:
+        cpu_kernels.ensure("aten::sum", torch.complex32)
+
+
+@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=["sum", "mul"])
+def test_overridden_opinfo_samples_agree_with_complex64(overriding, overload, dtype, name):
+    (info,) = [op for op in op_db() if op.name == name and op.variant_test_name == ""]
+    checked = 0
+    for sample in info.sample_inputs("cpu", torch.complex64):
+        tensors = [sample.input, *sample.args]
+        if sample.kwargs or not all(isinstance(t, torch.Tensor) for t in tensors):
+            continue
+        narrow = [t.to(dtype) for t in tensors]
+        expected, got = _upcast(name, narrow, dtype), _call(name, narrow)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        torch.testing.assert_close(got.to(torch.complex64), expected.to(torch.complex64), rtol=2 ** -7,
+                                   atol=2 ** -7 * max(1.0, float(expected.abs().max())) if got.numel() else 0,
+                                   equal_nan=True)
+        checked += 1
+    assert checked >= 1

@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__, dtypes, source_digest
-from .table import GENERATED, MIN_NUMEL
+from .table import GENERATED, MIN_NUMEL, OVERRIDDEN
 
 log = logging.getLogger("jitdtypes")
 
@@ -50,13 +50,15 @@ OFF, LAZY, EAGER = "off", "lazy", "eager"
 _FORMAT = 1
 
 _lock = threading.Lock()
-eligible: dict[tuple[str, torch.dtype], str] = {}  # (overload, dtype) -> dispatch key whose guard upcasts it
+eligible: dict[tuple[str, torch.dtype], str] = {}  # (overload, dtype) -> dispatch key whose guard serves it
+_min_numel: dict[tuple[str, torch.dtype], int] = {}  # -> the fewest elements a call needs to take the kernel
 _requested: set[tuple[str, torch.dtype]] = set()
 _installed: dict[tuple[str, torch.dtype], str] = {}  # -> package path
 _failed: dict[tuple[str, torch.dtype], str] = {}  # -> why
 built: list[tuple[str, torch.dtype]] = []  # what this process built (not found in the cache)
 _queue: queue.Queue = queue.Queue()
 _worker: list[threading.Thread] = []
+_hooked: list[bool] = []
 
 
 def mode() -> str:
@@ -66,12 +68,34 @@ def mode() -> str:
     return value
 
 
-def offer(overload: str, dispatch_key: str, upcast_dtypes) -> None:
-    """The registrar registered a typed guard that upcasts these dtypes of `overload` in C++: a generated kernel
-    may take its calls (cheap: nothing is loaded or built until a first call asks, `first_need`)."""
-    if overload in GENERATED:
-        for dtype in upcast_dtypes:
-            eligible[(overload, dtype)] = dispatch_key
+def overridable_ops() -> list[str]:
+    """The ops whose PyTorch kernels for 16-bit complex dtypes a generated kernel may take over. Their guards
+    are registered in every mode (`off` builds and installs nothing, so PyTorch's kernel keeps every call)."""
+    return sorted(OVERRIDDEN)
+
+
+def overridable(overload: str, served) -> list:
+    """Of the dtypes PyTorch serves for `overload` on CPU, those a generated kernel may take over."""
+    return list(served) if overload in OVERRIDDEN else []
+
+
+def offer(overload: str, dispatch_key: str, upcast_dtypes, overridden=()) -> None:
+    """The registrar registered a typed guard that upcasts these dtypes of `overload` in C++, or runs PyTorch's
+    kernel for the `overridden` ones: a generated kernel may take their calls (cheap: nothing is loaded or built
+    until a first call asks, `first_need`; for overridden dtypes the guard asks through a hook)."""
+    if overload not in GENERATED:
+        return
+    for dtype in upcast_dtypes:
+        eligible[(overload, dtype)] = dispatch_key
+        _min_numel[(overload, dtype)] = MIN_NUMEL
+    for dtype in overridden:
+        eligible[(overload, dtype)] = dispatch_key
+        _min_numel[(overload, dtype)] = OVERRIDDEN[overload]
+    if overridden and not _hooked:
+        from .. import native_guard
+
+        native_guard.set_first_need_hook(first_need)
+        _hooked.append(True)
 
 
 def first_need(overload: str, dtype: torch.dtype) -> None:
@@ -130,7 +154,7 @@ def uninstall(overload: str, dtype: torch.dtype) -> None:
 
     dispatch_key = eligible.get((overload, dtype))
     if dispatch_key is not None and (overload, dtype) in _installed:
-        native_guard.install_generated(overload, dispatch_key, dtype, "", MIN_NUMEL, words=False)
+        native_guard.install_generated(overload, dispatch_key, dtype, "", 0, words=False)
     with _lock:
         _installed.pop((overload, dtype), None)
         _requested.discard((overload, dtype))
@@ -212,7 +236,7 @@ def _install(overload: str, dtype: torch.dtype, path: str) -> None:
     dispatch_key = eligible.get((overload, dtype))
     if dispatch_key is None:
         return  # disabled meanwhile
-    native_guard.install_generated(overload, dispatch_key, dtype, path, MIN_NUMEL,
+    native_guard.install_generated(overload, dispatch_key, dtype, path, _min_numel[(overload, dtype)],
                                    words=dtype not in _SHIM_DTYPES)
     _installed[(overload, dtype)] = path
     log.debug("jitdtypes: generated CPU kernel for %s on %s installed", overload, dtypes.NAMES[dtype])

@@ -43,6 +43,11 @@ def requested() -> str:
     return value
 
 
+# (name "aten::sum", overload "", dtype "ComplexHalf"): a call an overridden dtype's generated kernel could take
+FIRST_NEED_HOOK = ctypes.CFUNCTYPE(None, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p)
+_hooks: list = []  # the ctypes callback must outlive every call of it
+
+
 def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
     p, s = ctypes.c_char_p, ctypes.c_size_t
     out = ctypes.POINTER(ctypes.c_void_p)
@@ -52,17 +57,19 @@ def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
         "jitdtypes_guard_library_new": [out, p, s],
         "jitdtypes_guard_library_free": [ctypes.c_void_p],
         "jitdtypes_guard_register": [ctypes.c_void_p, ctypes.c_void_p, p, p, p, p, p, p, p, p,
-                                     ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int), p, s],
+                                     ctypes.POINTER(ctypes.c_void_p), p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int),
+                                     p, s],
         "jitdtypes_guard_upcast_enable": [ctypes.c_int],
         "jitdtypes_guard_signature_key": [p, p, p, s],
         "jitdtypes_guard_conversion": [ctypes.c_int],
         "jitdtypes_guard_planes": [ctypes.c_void_p] * 3 + [ctypes.c_int64, ctypes.c_int],
         "jitdtypes_guard_generated": [p, p, p, p, p, ctypes.c_int64, ctypes.c_int, p, s],
+        "jitdtypes_guard_first_need_hook": [FIRST_NEED_HOOK],
     }
     for name, argtypes in signatures.items():
         function = getattr(library, name)
         function.argtypes = argtypes
-        function.restype = None if name.endswith(("_release", "_free", "_enable", "_planes")) else ctypes.c_int
+        function.restype = None if name.endswith(("_release", "_free", "_enable", "_planes", "_hook")) else ctypes.c_int
     return library
 
 
@@ -142,6 +149,24 @@ def install_generated(overload: str, key: str, dtype, path: str, min_numel: int,
     name, _, overload_name = overload.partition(".")
     _call(load().jitdtypes_guard_generated, name.encode(), overload_name.encode(), key.encode(),
           _scalar_type_names([dtype]), str(path).encode(), min_numel, int(words))
+
+
+def set_first_need_hook(function) -> None:
+    """`function(overload, dtype)` ("aten::sum" style, a torch dtype) runs once per (registration, dtype) when a
+    typed guard sees a call of a dtype PyTorch serves itself that an uninstalled generated kernel could take
+    (generated.h's overridden dtypes); it runs inside that call, holding the GIL, so it must not block."""
+    by_name = {name: dtype for dtype, name in dtypes.SCALAR_TYPE_NAMES.items()}
+
+    def hook(name: bytes, overload_name: bytes, dtype_name: bytes) -> None:
+        try:
+            full = name.decode() + (f".{overload_name.decode()}" if overload_name else "")
+            function(full, by_name[dtype_name.decode()])
+        except Exception:  # noqa: BLE001 - a callback must not raise into C++; the call runs PyTorch's kernel
+            log.exception("jitdtypes: asking for a generated CPU kernel failed")
+
+    callback = FIRST_NEED_HOOK(hook)
+    _hooks.append(callback)
+    load().jitdtypes_guard_first_need_hook(callback)
 
 
 def build_in_background(choice: str | None = None) -> None:
@@ -230,20 +255,24 @@ class GuardLibrary:
     def capture(self, full_name: str, dispatch_key: str) -> Captured:
         return Captured(self._library, full_name, dispatch_key)
 
-    def guard(self, captured: Captured, info: Overload, dispatch_key: str, missing, partial, upcast=()) -> bool:
+    def guard(self, captured: Captured, info: Overload, dispatch_key: str, missing, partial, upcast=(),
+              overridden=(), overridden_min_numel: int = 0) -> bool:
         """Put a guard at `dispatch_key` over what is registered there now. Calls with a `missing` dtype, or
         a real 16-bit tensor whose complex partner is a target next to a complex number, go to the kernel
         underneath; calls with a `partial` dtype try `captured` first; everything else runs `captured`.
         `upcast`: (dtype, ctypes.c_uint64 counter cell) pairs for the dtypes whose common routed calls a typed
         guard upcasts in C++ (the caller keeps the cells alive as long as the guard). True when the guard is
-        typed (the operator's unboxed signature), False when boxed."""
+        typed (the operator's unboxed signature), False when boxed. `overridden`: dtypes PyTorch serves that
+        an installed generated kernel takes in a typed guard from `overridden_min_numel` elements up
+        (generated.h)."""
         real16 = [dtypes.REAL_OF[d] for d in (*missing, *partial) if d in dtypes.REAL_OF]
         typed = ctypes.c_int(0)
         cells = (ctypes.c_void_p * max(len(upcast), 1))(*(ctypes.addressof(cell) for _, cell in upcast))
         _call(self._library.jitdtypes_guard_register, self.handle, captured.handle, *_split(info.full_name),
               dispatch_key.encode(), argument_kinds(info).encode(), _scalar_type_names(missing),
               _scalar_type_names(partial), _scalar_type_names(real16),
-              _scalar_type_names([dtype for dtype, _ in upcast]), cells, ctypes.byref(typed))
+              _scalar_type_names([dtype for dtype, _ in upcast]), cells, _scalar_type_names(overridden),
+              overridden_min_numel, ctypes.byref(typed))
         return bool(typed.value)
 
     def close(self) -> None:

@@ -6,6 +6,11 @@
 // at least `min_numel` elements (the package's symbolic length starts at 2). Anything else, and a package that
 // raises, takes the upcast as before.
 //
+// The same kernels also take calls PyTorch serves itself, but slower (complex32 sum, abs, mul: ATen's
+// ComplexHalf kernels are scalar code): `overridden` dtypes of a registration. Those calls run PyTorch's kernel
+// until the package is installed and below its `min_numel`; the first that fits asks Python for the package
+// (the first-need hook), as a routed call does for the upcast's dtypes.
+//
 // bcomplex32 crosses the package boundary as int32 words (AOTInductor's C shim has no bcomplex32): the package
 // takes and returns int32 tensors of the same bits.
 
@@ -22,8 +27,14 @@ struct GeneratedKernel {
 // Per registration: the installed kernel per dtype (null: none). Installed kernels are never freed: a call
 // may be running one while another thread installs a newer one, and a process installs a few dozen at most.
 struct GeneratedSlots {
+  std::string name, overload;  // "aten::sum", "" (the first-need hook's arguments)
   std::array<std::atomic<const GeneratedKernel*>, kScalarTypes> kernels{};
+  mutable std::array<std::atomic<bool>, kScalarTypes> asked{};  // per overridden dtype: the hook was called
 };
+
+// Python's cpu_kernels.first_need for overridden dtypes (a ctypes callback, which takes the GIL itself).
+using FirstNeedHook = void (*)(const char* name, const char* overload, const char* dtype);
+inline std::atomic<FirstNeedHook> first_need_hook{nullptr};
 
 inline std::mutex generated_lock;
 inline std::unordered_map<std::string, std::shared_ptr<GeneratedSlots>>& generated_registry() {
@@ -31,10 +42,15 @@ inline std::unordered_map<std::string, std::shared_ptr<GeneratedSlots>>& generat
   return registry;
 }
 
-inline std::shared_ptr<GeneratedSlots> generated_slots(const std::string& name, const std::string& key) {
+inline std::shared_ptr<GeneratedSlots> generated_slots(const std::string& name, const std::string& overload,
+                                                      const std::string& key) {
   std::lock_guard<std::mutex> guard(generated_lock);
-  auto& slot = generated_registry()[name + "|" + key];
-  if (!slot) slot = std::make_shared<GeneratedSlots>();
+  auto& slot = generated_registry()[name + "." + overload + "|" + key];
+  if (!slot) {
+    slot = std::make_shared<GeneratedSlots>();
+    slot->name = name;
+    slot->overload = overload;
+  }
   return slot;
 }
 
@@ -75,6 +91,27 @@ inline Tensor as_input(const Tensor& t, bool words) {
   return words ? flat.view(ScalarType::Int) : flat;
 }
 
+template <class... Args>
+std::optional<Tensor> run_kernel(const GeneratedKernel& kernel, const GeneratedCheck& check, const Args&... args) {
+  if (check.first->numel() < kernel.min_numel) return std::nullopt;
+  std::vector<Tensor> inputs;
+  inputs.reserve(sizeof...(Args));
+  auto add = [&](const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, Tensor>) inputs.push_back(as_input(value, kernel.words));
+  };
+  (add(args), ...);
+  std::vector<Tensor> outputs;
+  try {
+    outputs = kernel.loader->run(inputs);
+  } catch (const std::exception&) {
+    return std::nullopt;  // the upcast serves it (and raises whatever the call itself deserves)
+  }
+  Tensor result = std::move(outputs.at(0));
+  if (kernel.words && result.scalar_type() == ScalarType::Int) result = result.view(check.dtype);
+  // elementwise: the flat result in the inputs' shape; a full reduction's 0-dim result as it is
+  return result.numel() == check.first->numel() ? result.view(check.first->sizes()) : result;
+}
+
 // The call's result from the installed kernel, or nothing when none is installed or the call does not fit.
 template <class... Args>
 std::optional<Tensor> run_generated(const GeneratedSlots& slots, const Args&... args) {
@@ -84,21 +121,28 @@ std::optional<Tensor> run_generated(const GeneratedSlots& slots, const Args&... 
   const size_t index = static_cast<size_t>(check.dtype);
   if (index >= kScalarTypes) return std::nullopt;
   const GeneratedKernel* kernel = slots.kernels[index].load(std::memory_order_acquire);
-  if (kernel == nullptr || check.first->numel() < kernel->min_numel) return std::nullopt;
-  std::vector<Tensor> inputs;
-  inputs.reserve(sizeof...(Args));
-  auto add = [&](const auto& value) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, Tensor>) inputs.push_back(as_input(value, kernel->words));
-  };
-  (add(args), ...);
-  std::vector<Tensor> outputs;
-  try {
-    outputs = kernel->loader->run(inputs);
-  } catch (const std::exception&) {
-    return std::nullopt;  // the upcast serves it (and raises whatever the call itself deserves)
+  if (kernel == nullptr) return std::nullopt;
+  return run_kernel(*kernel, check, args...);
+}
+
+// The same for an overridden dtype (PyTorch's kernel serves the call otherwise): the first call that fits,
+// with at least `min_numel` elements and no kernel installed yet asks for one.
+template <class... Args>
+std::optional<Tensor> run_overriding(const GeneratedSlots& slots, const DtypeSet& overridden, int64_t min_numel,
+                                     const Args&... args) {
+  GeneratedCheck check;
+  (check.see(args), ...);
+  if (!check.ok || check.first == nullptr) return std::nullopt;
+  const size_t index = static_cast<size_t>(check.dtype);
+  if (index >= kScalarTypes || !overridden[index] || check.first->numel() < min_numel) return std::nullopt;
+  const GeneratedKernel* kernel = slots.kernels[index].load(std::memory_order_acquire);
+  if (kernel == nullptr) {
+    if (!slots.asked[index].exchange(true, std::memory_order_relaxed)) {
+      if (FirstNeedHook hook = first_need_hook.load(std::memory_order_acquire)) {
+        hook(slots.name.c_str(), slots.overload.c_str(), c10::toString(check.dtype));
+      }
+    }
+    return std::nullopt;
   }
-  Tensor result = std::move(outputs.at(0));
-  if (kernel->words && result.scalar_type() == ScalarType::Int) result = result.view(check.dtype);
-  // elementwise: the flat result in the inputs' shape; a full reduction's 0-dim result as it is
-  return result.numel() == check.first->numel() ? result.view(check.first->sizes()) : result;
+  return run_kernel(*kernel, check, args...);
 }

@@ -77,6 +77,8 @@ struct GuardState {
   std::shared_ptr<const UpcastState> upcast;  // null when this registration never upcasts in C++
   bool converts_copies = false;               // aten::copy_ at CPU: conversion::copy_into first
   std::shared_ptr<const GeneratedSlots> generated;  // where upcasts in C++: kernels installed for it (generated.h)
+  DtypeSet overridden;  // dtypes PyTorch serves here that an installed generated kernel takes (generated.h)
+  int64_t overridden_min_numel = 0;  // the fewest elements of a call a generated kernel takes from PyTorch's
 
   void see_dtype(ScalarType dtype, Scan& scan) const {
     const size_t index = static_cast<size_t>(dtype);
@@ -218,6 +220,14 @@ struct Typed<Return(Args...)> {
           }
         }
         return call(state->router, *state, keys, args...);
+      }
+      if constexpr (generatable<Return, Args...>) {
+        if (state->overridden.any()) {
+          if (std::optional<Tensor> result = run_overriding(*state->generated, state->overridden,
+                                                                  state->overridden_min_numel, args...)) {
+            return *std::move(result);
+          }
+        }
       }
       if (!scan.partial) return call(state->original, *state, keys, args...);
       if constexpr (copy_signature) {
@@ -392,7 +402,8 @@ JITDTYPES_EXPORT void jitdtypes_guard_library_free(void* library) { delete stati
 JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* original, const char* name,
                                               const char* overload, const char* key, const char* kinds,
                                               const char* missing, const char* partial, const char* real16,
-                                              const char* upcast, uint64_t* const* upcast_calls, int* typed,
+                                              const char* upcast, uint64_t* const* upcast_calls,
+                                              const char* overridden, int64_t overridden_min_numel, int* typed,
                                               char* error, size_t error_size) {
   try {
     const c10::OperatorHandle op = c10::Dispatcher::singleton().findSchemaOrThrow(name, overload);
@@ -403,7 +414,8 @@ JITDTYPES_EXPORT int jitdtypes_guard_register(void* library, const void* origina
         op, *static_cast<const c10::SafeKernelFunction*>(original), op.getComputedKernelForDispatchKey(dispatch_key),
         parse_dtypes(missing), parse_dtypes(partial), parse_dtypes(real16), make_upcast(upcast, upcast_calls),
         std::strcmp(name, "aten::copy_") == 0 && overload[0] == '\0' && dispatch_key == c10::DispatchKey::CPU,
-        upcast[0] != '\0' ? generated_slots(std::string(name) + "." + overload, key) : nullptr});
+        upcast[0] != '\0' || overridden[0] != '\0' ? generated_slots(name, overload, key) : nullptr,
+        parse_dtypes(overridden), overridden_min_numel});
     const std::string qualified = std::string(name).substr(std::strlen("aten::")) +
                                   (overload[0] ? std::string(".") + overload : std::string());
     auto& lib = *static_cast<torch::Library*>(library);
@@ -446,9 +458,12 @@ JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* ove
   try {
     const DtypeSet one = parse_dtypes(dtype);
     if (path[0] == '\0') {  // uninstall: calls take the upcast again (the kernel itself stays, see generated.h)
-      auto slots = generated_slots(std::string(name) + "." + overload, key);
+      auto slots = generated_slots(name, overload, key);
       for (size_t i = 0; i < kScalarTypes; ++i) {
-        if (one[i]) slots->kernels[i].store(nullptr, std::memory_order_release);
+        if (one[i]) {
+          slots->kernels[i].store(nullptr, std::memory_order_release);
+          slots->asked[i].store(false);  // an overridden dtype's next call asks again
+        }
       }
       return 0;
     }
@@ -456,7 +471,7 @@ JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* ove
     kernel->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, "model", false, 1, -1);
     kernel->min_numel = min_numel;
     kernel->words = words != 0;
-    auto slots = generated_slots(std::string(name) + "." + overload, key);
+    auto slots = generated_slots(name, overload, key);
     for (size_t i = 0; i < kScalarTypes; ++i) {
       if (one[i]) slots->kernels[i].store(kernel.get(), std::memory_order_release);
     }
@@ -467,6 +482,9 @@ JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* ove
     return 1;
   }
 }
+
+// Python's cpu_kernels.first_need, for overridden dtypes (generated.h); null: none.
+JITDTYPES_EXPORT void jitdtypes_guard_first_need_hook(FirstNeedHook hook) { first_need_hook.store(hook); }
 
 // The key under which typed_signatures() would list this operator (tests and diagnostics).
 JITDTYPES_EXPORT int jitdtypes_guard_signature_key(const char* name, const char* overload, char* key,

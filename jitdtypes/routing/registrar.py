@@ -17,7 +17,7 @@ import torch
 
 from .. import (cpu_kernels, dtypes, engine, entry_points, native_guard, path_record, torch_compat, upcast, wide_gradients,
                wrapped_numbers)
-from ..findings import MISSING, PARTIAL, Finding, kernel_level
+from ..findings import COMPOSITE, MISSING, PARTIAL, Finding, kernel_level
 from ..schema import TENSOR_LIST, Overload, overload
 from . import router, sources
 
@@ -58,16 +58,18 @@ class Registration:
         self.typed: set[tuple[str, str]] = set()  # compiled guards with the operator's unboxed signature
 
     def register(self, info: Overload, dispatch_key: str, make_python_kernel, missing, partial=(),
-                 upcast=(), with_keyset: bool = False) -> None:
+                 upcast=(), with_keyset: bool = False, overridden=((), 0)) -> None:
         """Register the Python kernel `make_python_kernel(original)` at `dispatch_key`, and the compiled
         guard over it when this registration uses one (`missing`, `partial`: the dtypes it hands over;
         `upcast`: (dtype, counter cell) pairs it may upcast in C++; `with_keyset`: the kernel takes the
-        dispatcher's keyset first)."""
+        dispatcher's keyset first; `overridden`: (dtypes PyTorch serves that a generated CPU kernel takes, from how
+        many elements))."""
         captured = self.compiled.capture(info.full_name, dispatch_key) if self.compiled else None
         try:
             original = torch.library.get_kernel(info.full_name, dispatch_key)
             torch_compat.impl(self.library, info.short_name, make_python_kernel(original), dispatch_key, with_keyset)
-            if captured is not None and self.compiled.guard(captured, info, dispatch_key, missing, partial, upcast):
+            if captured is not None and self.compiled.guard(
+                    captured, info, dispatch_key, missing, partial, upcast, *overridden):
                 self.typed.add((info.full_name, dispatch_key))
         finally:
             if captured is not None:
@@ -106,7 +108,9 @@ def install(findings_by_device: dict[str, list[Finding]], guard: str = native_gu
 
 def _install(findings_by_device: dict[str, list[Finding]], registration: Registration) -> None:
     for device_type, findings in findings_by_device.items():
-        findings = findings + _beyond_probing(findings, device_type, registration.compiled is not None)
+        compiled = registration.compiled is not None
+        findings = findings + _beyond_probing(findings, device_type, compiled) + _only_overridden(
+            findings, device_type, compiled)
         for finding in findings:
             try:
                 info = overload(finding.overload)
@@ -115,15 +119,18 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
             missing = [dtypes.BY_NAME[n] for n, s in finding.status.items() if s == MISSING and n in dtypes.BY_NAME]
             partial = [dtypes.BY_NAME[n] for n, s in finding.status.items() if s == PARTIAL and n in dtypes.BY_NAME]
             for key in finding.dispatch_keys(device_type):
-                upcast = _cpp_upcast_dtypes(info, key, missing) if registration.compiled else []
+                upcast = _cpp_upcast_dtypes(info, key, missing) if compiled else []
+                served = [d for d in dtypes.COMPLEX_TARGETS if d not in missing and d not in partial]
+                overridden = cpu_kernels.overridable(info.full_name, served) if compiled and key == "CPU" else []
                 registration.register(
                     info, key, lambda original: make_kernel(info, original, finding.status, device_type, key),
                     missing, partial,
                     [(d, path_record.native_counter(info.full_name, dtypes.NAMES[d], device_type, path_record.UPCAST))
                      for d in upcast],
+                    overridden=(overridden, cpu_kernels.OVERRIDDEN.get(info.full_name, 0)),
                 )
                 if (info.full_name, key) in registration.typed:
-                    cpu_kernels.offer(info.full_name, key, upcast)
+                    cpu_kernels.offer(info.full_name, key, upcast, overridden)
         _install_wide_gradients(findings, device_type, registration)
     for name, key, factory, handed_over in entry_points.entries([d.upper() for d in findings_by_device]):
         registration.register(overload(name), key, lambda original: factory(original, _constant_keyset(key)),
@@ -187,6 +194,17 @@ def _beyond_probing(findings: list[Finding], device_type: str, compiled: bool) -
         for name, support, compiled_only in GUARDED_BEYOND_PROBING
         if name not in known and (compiled or not compiled_only)
     ]
+
+
+def _only_overridden(findings: list[Finding], device_type: str, compiled: bool) -> list[Finding]:
+    """Registrations for ops PyTorch serves in every 16-bit complex dtype but more slowly than their generated
+    CPU kernel (cpu_kernels.table.OVERRIDDEN): only under the compiled guard, whose typed form costs other
+    dtypes a few nanoseconds, where the Python guard would cost them a microsecond."""
+    if device_type != "cpu" or not compiled:
+        return []
+    known = {f.overload for f in findings}
+    return [Finding(name, kernel_level(name, device_type), {}, {}) for name in cpu_kernels.overridable_ops()
+            if name not in known and kernel_level(name, device_type) != COMPOSITE]
 
 
 def _constant_keyset(dispatch_key: str):
