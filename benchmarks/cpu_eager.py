@@ -39,9 +39,35 @@ CALLS = {  # name -> f(x, w): x, w flat tensors of one dtype
     "x.sigmoid()": lambda x, w: x.sigmoid(),
     "x.log()": lambda x, w: x.log(),
     "x.sqrt()": lambda x, w: x.sqrt(),
+    "x * w row bcast": lambda x, w: _rows(x) * _rows(w)[0],
+    "x.var()": lambda x, w: x.var(),
+    "x.mean(-1) rows": lambda x, w: _rows(x).mean(-1),
+    "x.prod()": lambda x, w: x.prod(),
+    "x.cumprod(0)": lambda x, w: x.cumprod(0),
+    "where(x.real>0)": lambda x, w: torch.where(x.real > 0, x, w),
+    "x.addcmul(x w)": lambda x, w: torch.addcmul(x, x, w),
+    "x.add_(w)": lambda x, w: x.add_(w),
+    "mul(out=)": lambda x, w: torch.mul(x, w, out=_out(x)),
+    "x.T.exp()": lambda x, w: _rows(x).T.exp(),
     "m @ m 512^2": lambda x, w: x @ x,
     "fft 64xN": lambda x, w: torch.fft.fft(x.reshape(64, -1) if x.numel() % 64 == 0 else x),
 }
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    """A flat tensor as rows of 64 elements (fewer for a tiny one): broadcasting, reductions over a dim."""
+    return x.reshape(-1, min(64, x.numel()))
+
+
+_outs: dict = {}
+
+
+def _out(x: torch.Tensor) -> torch.Tensor:
+    """The same result tensor for every call of one shape and dtype (an out= call writes, never allocates)."""
+    key = (x.shape, x.dtype)
+    if key not in _outs:
+        _outs[key] = torch.empty_like(x)
+    return _outs[key]
 
 
 def _operands(name: str, size: int, dtype: torch.dtype):

@@ -16,6 +16,7 @@ import torch
 import jitdtypes
 from jitdtypes import dtypes, schema
 from jitdtypes.cpu_kernels import table
+from jitdtypes.compile_path import decompositions
 from jitdtypes.cpu_kernels import _SHIM_DTYPES
 
 
@@ -43,9 +44,10 @@ def build(overload: str, dtype: torch.dtype, package: str) -> None:
     if words:
         examples = [t.view(torch.int32) for t in examples]
     length = torch.export.Dim("n", min=2)
-    program = torch.export.export(Kernel(op, dtype, words), tuple(examples),
-                                  dynamic_shapes=(tuple({0: length} for _ in examples),))  # forward(*tensors)
-    torch._inductor.aoti_compile_and_package(program, package_path=package)
+    with decompositions.parts_reduced_apart():  # the graph's reduction reads its input (decompositions.py)
+        program = torch.export.export(Kernel(op, dtype, words), tuple(examples),
+                                      dynamic_shapes=(tuple({0: length} for _ in examples),))  # forward(*tensors)
+        torch._inductor.aoti_compile_and_package(program, package_path=package)
 
 
 def main() -> None:

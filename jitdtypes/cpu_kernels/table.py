@@ -40,5 +40,4 @@ OVERRIDDEN = {
     "aten::abs": 64,
     "aten::add.Tensor": 1024,
     "aten::sub.Tensor": 1024,
-    "aten::mul.Tensor": 4096,
 }
