@@ -4,6 +4,8 @@
                                              "discovery": {file name: sha256}}
     kernels/<key>/kernel.py, meta.json      the entry as the store keeps it
     kernels/<key>/triton/<dir>/<file>       its Triton cache files (triton_artifacts.py)
+    cpu_kernels/<key>/kernel.pt2, meta.json a generated CPU kernel's package as package_store.py keeps it
+                                            (listed under "cpu_kernels" in the manifest)
     discovery/<device>-torch<v>-<key>.json  discovery results, so a node with the same torch build need not probe
 
 An archive holds code that gets executed, and tar can describe far more than files: import reads member headers
@@ -32,6 +34,8 @@ import time
 from pathlib import Path, PurePosixPath
 
 from . import atomic, inventory, locations, triton_artifacts
+from . import package_store
+from .package_store import PackageStore
 from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
 
 FORMAT = "jitdtypes-cache/1"
@@ -40,8 +44,10 @@ MAX_MEMBER_BYTES = 256 << 20  # a cubin of the largest GEMM is a few hundred KiB
 MAX_TOTAL_BYTES = 8 << 30
 MAX_MEMBERS = 200_000
 _KEY = re.compile(r"[0-9a-f]{64}")
+_PACKAGE_KEY = re.compile(r"[0-9a-f]{40}")
 _DISCOVERY_NAME = re.compile(r"[a-z]+-torch[0-9A-Za-z.+_-]+-[0-9a-f]{16}\.json")
 DISCOVERY = "discovery"
+PACKAGES = PackageStore.FOLDER  # "cpu_kernels": in the archive as in the cache
 
 
 class ArchiveRefused(Exception):
@@ -68,18 +74,23 @@ def _entry_files(directory: Path) -> dict[str, bytes]:
 
 def export(out: Path, root: Path | None = None, dtype: str | None = None, devices: set[str] | None = None,
            discovery_records: list[Path] = ()) -> dict:
-    """Write the intact kernel entries (of `dtype`, for device kinds in `devices`, when given) and the given
-    discovery result files to `out`; returns {"entries", "files", "bytes" (uncompressed), "archive_bytes",
-    "discovery"}. Damaged entries are left out."""
+    """Write the intact kernel entries and generated CPU kernels (of `dtype`, for device kinds in `devices`,
+    when given) and the given discovery result files to `out`; returns {"entries" (both kinds), "cpu_kernels",
+    "files", "bytes" (uncompressed), "archive_bytes", "discovery"}. Damaged entries are left out."""
     records = [r for r in inventory.scan(root) if r.problem is None
                and (dtype is None or r.meta.get("dtype") == dtype)
                and (devices is None or r.meta.get("device") in devices)]
-    entries = {record.key: _entry_files(record.directory) for record in records}
+    kernels = {record.key: _entry_files(record.directory) for record in records}
+    packages = {found["key"]: _entry_files(Path(found["path"]).parent) for found in inventory.cpu_kernel_entries(root)
+                if found["problem"] is None and (dtype is None or found["dtype"] == dtype)
+                and (devices is None or "cpu" in devices)}
+    entries = {**{f"kernels/{key}": files for key, files in kernels.items()},
+               **{f"{PACKAGES}/{key}": files for key, files in packages.items()}}
     discovery = {Path(path).name: Path(path).read_bytes() for path in discovery_records}
-    manifest = {"format": FORMAT, "created": time.time(),
-                "entries": {key: {name: _sha256(data) for name, data in files.items()}
-                            for key, files in entries.items()},
-                DISCOVERY: {name: _sha256(data) for name, data in discovery.items()}}
+    digests = lambda found: {key: {name: _sha256(data) for name, data in files.items()}  # noqa: E731
+                             for key, files in found.items()}
+    manifest = {"format": FORMAT, "created": time.time(), "entries": digests(kernels),
+                PACKAGES: digests(packages), DISCOVERY: {name: _sha256(data) for name, data in discovery.items()}}
     out = Path(out)
     try:
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
@@ -88,16 +99,16 @@ def export(out: Path, root: Path | None = None, dtype: str | None = None, device
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
             _add(tar, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
-            for key, files in entries.items():
+            for folder, files in entries.items():
                 for name, data in files.items():
-                    _add(tar, f"kernels/{key}/{name}", data)
+                    _add(tar, f"{folder}/{name}", data)
             for name, data in discovery.items():
                 _add(tar, f"{DISCOVERY}/{name}", data)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return {"entries": len(entries), "files": sum(len(f) for f in entries.values()),
+    return {"entries": len(entries), "cpu_kernels": len(packages), "files": sum(len(f) for f in entries.values()),
             "bytes": sum(len(d) for f in entries.values() for d in f.values()), "archive_bytes": out.stat().st_size,
             "discovery": len(discovery)}
 
@@ -111,8 +122,9 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 # -- import ------------------------------------------------------------------------------------------------
 
 def _checked_name(member: tarfile.TarInfo) -> tuple[str, str] | None:
-    """(key, path inside the entry) of a kernel file, ("", MANIFEST) for the manifest, (DISCOVERY, file name)
-    for a discovery result, None for a directory."""
+    """(key, path inside the entry) of a kernel file, ("cpu_kernels/<key>", file name) of a generated CPU
+    kernel's, ("", MANIFEST) for the manifest, (DISCOVERY, file name) for a discovery result, None for a
+    directory."""
     name = member.name
     if name.startswith("/"):
         raise ArchiveRefused(f"{name!r}: absolute path")
@@ -126,13 +138,16 @@ def _checked_name(member: tarfile.TarInfo) -> tuple[str, str] | None:
                 "device file" if member.ischr() or member.isblk() else "FIFO" if member.isfifo() else "special member")
         raise ArchiveRefused(f"{name!r}: {kind}")
     if member.isdir():
-        if parts[:1] in (("kernels",), (DISCOVERY,)):
+        if parts[:1] in (("kernels",), (DISCOVERY,), (PACKAGES,)):
             return None
         raise ArchiveRefused(f"{name!r}: unexpected directory")
     if parts == (MANIFEST,):
         return "", MANIFEST
     if len(parts) == 2 and parts[0] == DISCOVERY and _DISCOVERY_NAME.fullmatch(parts[1]):
         return DISCOVERY, parts[1]
+    if (len(parts) == 3 and parts[0] == PACKAGES and _PACKAGE_KEY.fullmatch(parts[1])
+            and parts[2] in PackageStore.FILES):
+        return f"{PACKAGES}/{parts[1]}", parts[2]
     if len(parts) >= 3 and parts[0] == "kernels" and _KEY.fullmatch(parts[1]):
         inner = parts[2:]
         if inner in ((SOURCE,), (META,)):
@@ -191,7 +206,7 @@ def _stage(archive: Path, staging: Path, limits: Limits) -> tuple[dict, dict[str
                 except ValueError as exc:
                     raise ArchiveRefused(f"{MANIFEST}: not JSON ({exc})") from exc
                 continue
-            target = staging / key / path  # DISCOVERY is not a kernel key: no clash
+            target = staging / key / path  # DISCOVERY and cpu_kernels/<key> are not kernel keys: no clash
             locations.ensure_dir(target.parent)
             atomic.write_bytes(target, data)
             staged.setdefault(key, {})[path] = _sha256(data)
@@ -205,7 +220,8 @@ def _verify(manifest, staged: dict[str, dict[str, str]], staging: Path) -> None:
     listed = manifest["entries"]
     if staged.get(DISCOVERY, {}) != manifest.get(DISCOVERY, {}):
         raise ArchiveRefused(f"{DISCOVERY}/: files differ from the manifest's names and sha256s")
-    staged = {key: files for key, files in staged.items() if key != DISCOVERY}
+    _verify_packages(manifest.get(PACKAGES, {}), _staged_packages(staged), staging / PACKAGES)
+    staged = {key: files for key, files in staged.items() if key != DISCOVERY and not key.startswith(PACKAGES)}
     if set(listed) != set(staged):
         raise ArchiveRefused(f"entries differ from the manifest: {sorted(set(listed) ^ set(staged))[:3]}")
     for key, files in staged.items():
@@ -230,6 +246,37 @@ def _verify(manifest, staged: dict[str, dict[str, str]], staging: Path) -> None:
             raise ArchiveRefused(f"kernels/{key}: {problems[0] if problems else f'{extra[0]} is not in its metadata'}")
 
 
+def _staged_packages(staged: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    return {key.split("/", 1)[1]: files for key, files in staged.items() if key.startswith(f"{PACKAGES}/")}
+
+
+def _verify_packages(listed, staged: dict[str, dict[str, str]], staging: Path) -> None:
+    """Every staged package is the manifest's, names its key and matches its recorded sha256."""
+    if not isinstance(listed, dict) or listed != staged:
+        raise ArchiveRefused(f"{PACKAGES}/: files differ from the manifest's names and sha256s")
+    for key, files in staged.items():
+        if set(files) != set(PackageStore.FILES):
+            raise ArchiveRefused(f"{PACKAGES}/{key}: not a package and its metadata")
+        try:
+            meta = json.loads((staging / key / package_store.META).read_text())
+        except (OSError, ValueError) as exc:
+            raise ArchiveRefused(f"{PACKAGES}/{key}/{package_store.META}: unreadable ({exc})") from exc
+        if not isinstance(meta, dict) or meta.get("key") != key or meta.get("sha256") != files[package_store.PACKAGE]:
+            raise ArchiveRefused(f"{PACKAGES}/{key}: its metadata does not name this key and package")
+
+
+def _install_package(store: PackageStore, key: str, staged_entry: Path) -> bool:
+    """Put one verified package in place under its lock; False when an intact one is there already."""
+    with store.lock(key):
+        try:
+            if store.read(key) is not None:
+                return False
+        except (CorruptEntry, InsecureEntry):
+            pass  # damaged or not ours: replaced
+        _put_in_place(staged_entry, store.directory(key), key)
+        return True
+
+
 def _records(meta: dict) -> set[str]:
     return {r["dir"] for r in meta.get(triton_artifacts.RECORDS, [])}
 
@@ -245,15 +292,19 @@ def _install(store: KernelStore, key: str, staged_entry: Path) -> bool:
         if (existing is not None and not triton_artifacts.problems(existing.directory, existing.meta)
                 and _records(new_meta) <= _records(existing.meta)):
             return False
-        target = store.directory(key)
-        if target.exists() or target.is_symlink():
-            retired = target.parent / f".retired-{key}-{os.getpid()}-{time.time_ns()}"
-            os.rename(target, retired)
-            os.rename(staged_entry, target)
-            shutil.rmtree(retired, ignore_errors=True)
-        else:
-            os.rename(staged_entry, target)
+        _put_in_place(staged_entry, store.directory(key), key)
         return True
+
+
+def _put_in_place(staged_entry: Path, target: Path, key: str) -> None:
+    """Rename the staged entry to `target`, over whatever is there, so that readers see one or the other."""
+    if target.exists() or target.is_symlink():
+        retired = target.parent / f".retired-{key}-{os.getpid()}-{time.time_ns()}"
+        os.rename(target, retired)
+        os.rename(staged_entry, target)
+        shutil.rmtree(retired, ignore_errors=True)
+    else:
+        os.rename(staged_entry, target)
 
 
 def _install_discovery(root: Path, staged: Path, refusal) -> tuple[int, dict[str, str]]:
@@ -286,11 +337,16 @@ def import_archive(archive: Path, root: Path | None = None, limits: Limits | Non
     try:
         manifest, staged = _stage(Path(archive), staging, limits or Limits())
         _verify(manifest, staged, staging)
-        keys = sorted(key for key in staged if key != DISCOVERY)
+        keys = sorted(key for key in staged if key != DISCOVERY and not key.startswith(PACKAGES))
         installed = 0
         for key in keys:
             locations.ensure_dir(store.root / key[:2])
             installed += _install(store, key, staging / key)
+        packages, package_keys = PackageStore(store.root.parent), sorted(_staged_packages(staged))
+        for key in package_keys:
+            locations.ensure_dir(packages.root / key[:2])
+            installed += _install_package(packages, key, staging / PACKAGES / key)
+        keys += package_keys
         discovery_installed, discovery_skipped = _install_discovery(store.root.parent, staging / DISCOVERY,
                                                                     discovery_refusal)
         return {"entries": len(keys), "installed": installed, "kept": len(keys) - installed,

@@ -132,9 +132,15 @@ def disabled():
 
 def stats() -> list[dict]:
     """One row per (op, dtype, device) that jitdtypes knows about: its support in plain PyTorch, the path a
-    call takes (native, template or upcast) and the calls seen in this process, by path."""
-    from . import discovery, dtypes, path_record
+    call takes (native, template, upcast, or generated where a generated CPU kernel is installed or cached:
+    its calls count with the path it stands in for) and the calls seen in this process, by path."""
+    from . import cpu_kernels, discovery, dtypes, path_record
     from .routing import registrar
+
+    def generated(overload, dtype, device_type, path):
+        known = dtypes.BY_NAME.get(dtype)
+        return (path_record.GENERATED if device_type == "cpu" and known is not None
+                and cpu_kernels.available(overload, known) else path)
 
     calls = path_record.calls()
     rows = []
@@ -145,9 +151,16 @@ def stats() -> list[dict]:
                 key = (finding.overload, dtype, device_type)
                 seen = calls.pop(key, {})
                 planned = registrar.planned_path(finding.overload, device_type, support)
-                rows.append(_row(key, support, max(seen, key=seen.get) if seen else planned, seen))
+                path = max(seen, key=seen.get) if seen else planned
+                rows.append(_row(key, support, generated(finding.overload, dtype, device_type, path), seen))
         for dtype, names in sorted(found.supported.items()):
-            rows += [_row((name, dtype, device_type), "native", "native", {}) for name in names]
+            rows += [_row((name, dtype, device_type), "native", generated(name, dtype, device_type, "native"), {})
+                     for name in names]
+        if device_type == "cpu":  # ops PyTorch serves that a generated kernel may take over (sum): not probed
+            listed = {(r["op"], r["dtype"]) for r in rows if r["device"] == "cpu"}
+            overridden = {(o, dtypes.NAMES[d]) for o, d in cpu_kernels.eligible} - listed
+            rows += [_row((o, d, "cpu"), "native", generated(o, d, "cpu", "native"), calls.pop((o, d, "cpu"), {}))
+                     for o, d in sorted(overridden)]
         for name in found.crashed:  # its probe crashed or hung: support unknown, PyTorch's kernel kept
             keys = [(name, dtypes.NAMES[d], device_type) for d in dtypes.COMPLEX_TARGETS]
             rows += [_row(key, "crashed", "native", calls.pop(key, {})) for key in keys]

@@ -12,6 +12,7 @@ import ctypes
 import threading
 
 NATIVE, TEMPLATE, UPCAST = "native", "template", "upcast"
+GENERATED = "generated"  # a generated CPU kernel (cpu_kernels) is installed or cached: it serves the calls it fits
 
 _cells: dict[tuple[str, str, str, str], list[int]] = {}
 # kept for the life of the process: a guard may write to its cell until its library is freed

@@ -266,3 +266,58 @@ def test_clean_removes_what_interrupted_imports_left(archive, tmp_path):
     assert {r["reason"] for r in removed} == {"leftover"}
     assert not staging.exists() and not retired.exists() and fresh.exists()
     assert inventory.verify(target) == [] and len(inventory.scan(target)) == 2
+
+
+def _package_cache(root):
+    """One generated CPU kernel entry (the store checks bytes and metadata only, so any bytes are a package)."""
+    import tempfile
+    from pathlib import Path
+
+    from jitdtypes.cache_tools.package_store import PackageStore
+
+    store, key = PackageStore(root), "ab" * 20
+    with tempfile.TemporaryDirectory() as scratch:
+        package = Path(scratch) / "kernel.pt2"
+        package.write_bytes(b"PK\x03\x04 an AOTInductor package")
+        with store.lock(key):
+            store.write(key, package, {"overload": "aten::exp", "dtype": "complex32", "torch": "x"})
+    return store, key
+
+
+def test_generated_cpu_kernels_travel_verified(tmp_path):
+    from jitdtypes.cache_tools.package_store import PackageStore
+
+    source = tmp_path / "source"
+    _make_cache(source)
+    _, key = _package_cache(source)
+    path = tmp_path / "all.tar.gz"
+    report = transfer.export(path, source)
+    assert (report["entries"], report["cpu_kernels"]) == (3, 1)
+    assert transfer.export(tmp_path / "cuda.tar.gz", source, devices={"cuda"})["cpu_kernels"] == 0
+    assert transfer.export(tmp_path / "bc.tar.gz", source, dtype="bcomplex32")["cpu_kernels"] == 0
+    result = transfer.import_archive(path, tmp_path / "target")
+    assert (result["entries"], result["installed"]) == (3, 3)
+    entry = PackageStore(tmp_path / "target").read(key)
+    assert entry.meta["overload"] == "aten::exp" and _files(tmp_path / "target" / "cpu_kernels") == _files(
+        source / "cpu_kernels")
+    assert transfer.import_archive(path, tmp_path / "target")["kept"] == 3
+
+    # a package changed after export, with the manifest rewritten to match: its own metadata refuses it
+    members = {}
+    with tarfile.open(path) as tar:
+        for member in tar.getmembers():
+            members[member.name] = tar.extractfile(member).read()
+    name = f"cpu_kernels/{key}/kernel.pt2"
+    members[name] = b"PK\x03\x04 something else"
+    manifest = json.loads(members["manifest.json"])
+    manifest["cpu_kernels"][key]["kernel.pt2"] = hashlib.sha256(members[name]).hexdigest()
+    members["manifest.json"] = json.dumps(manifest).encode()
+    forged = tmp_path / "forged.tar.gz"
+    with tarfile.open(forged, "w:gz") as tar:
+        for member_name, data in members.items():
+            info = tarfile.TarInfo(member_name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(transfer.ArchiveRefused, match="does not name this key and package"):
+        transfer.import_archive(forged, tmp_path / "fresh")
+    assert not (tmp_path / "fresh" / "cpu_kernels").exists() or not any((tmp_path / "fresh" / "cpu_kernels").rglob("*.pt2"))

@@ -290,3 +290,11 @@ def test_overridden_opinfo_samples_agree_with_complex64(overriding, overload, dt
                                    equal_nan=True)
         checked += 1
     assert checked >= 1
+
+
+def test_ops_rows_show_the_generated_path(installed, overriding):
+    rows = {(r["op"], r["dtype"]): r for r in jitdtypes.stats() if r["device"] == "cpu"}
+    assert rows[("aten::exp", "complex32")]["path"] == "generated"
+    assert rows[("aten::sum", "complex32")]["path"] == "generated"  # PyTorch's own kernel, taken over
+    assert rows[("aten::sum", "complex32")]["support"] == "native"
+    assert rows[("aten::tanh", "complex32")]["path"] == "upcast"  # eligible, never built here (kernels off)

@@ -10,7 +10,7 @@ from pathlib import Path
 from jitdtypes import __version__, dtype_names
 
 DEVICES = ("cpu", "cuda")
-PATHS = ("native", "template", "upcast")
+PATHS = ("native", "template", "upcast", "generated")
 
 TOP_EXAMPLES = """\
 examples:
@@ -120,7 +120,7 @@ def build() -> Parser:
 
     ops = _command(
         commands, "ops", epilog=OPS_EXAMPLES,
-        help="which path each (op, dtype, device) takes: native, template or upcast",
+        help="which path each (op, dtype, device) takes: native, template, upcast or generated",
         description="The dispatch guard in use, then one row per (op, dtype, device) jitdtypes knows of: PyTorch's "
                     "own support (native, partial, missing, or crashed when probing it crashed), the path a call "
                     "takes, and the calls seen in this process.")

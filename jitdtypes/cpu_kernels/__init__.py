@@ -170,6 +170,21 @@ def status() -> dict:
     return result
 
 
+def available(overload: str, dtype: torch.dtype) -> bool:
+    """Whether calls of (overload, dtype) that fit take a generated kernel: installed, or intact in the cache
+    (installed by the first call): `jitdtypes ops` shows its path as generated. Builds nothing."""
+    if (overload, dtype) in _installed:
+        return True
+    if (overload, dtype) not in eligible or mode() == OFF:
+        return False
+    from jitdtypes.cache_tools.store import CorruptEntry, InsecureEntry
+
+    try:
+        return _store().read(key(overload, dtype)) is not None
+    except (CorruptEntry, InsecureEntry, OSError):
+        return False
+
+
 def key(overload: str, dtype: torch.dtype) -> str:
     parts = [str(_FORMAT), overload, dtypes.NAMES[dtype], torch.__version__, str(torch.version.git_version),
              torch.backends.cpu.get_cpu_capability(), sys.platform, __version__,
