@@ -172,7 +172,8 @@ def export(args) -> int:
             raise
         print(f"jitdtypes cache export: cannot write {archive}: {exc.strerror}", file=sys.stderr)
         return 1
-    print(f"exported {report['entries']} entries ({report['files']} files, {report['bytes']:,} bytes) and "
+    print(f"exported {report['entries']} entries ({report['cpu_kernels']} of them generated CPU kernels; "
+          f"{report['files']} files, {report['bytes']:,} bytes) and "
           f"{report['discovery']} discovery results to {archive}: {report['archive_bytes']:,} bytes "
           f"[{time.perf_counter() - started:.1f} s]")
     if not report["entries"]:
