@@ -156,14 +156,14 @@ def stats() -> list[dict]:
         for dtype, names in sorted(found.supported.items()):
             rows += [_row((name, dtype, device_type), "native", generated(name, dtype, device_type, "native"), {})
                      for name in names]
-        if device_type == "cpu":  # ops PyTorch serves that a generated kernel may take over (sum): not probed
-            listed = {(r["op"], r["dtype"]) for r in rows if r["device"] == "cpu"}
-            overridden = {(o, dtypes.NAMES[d]) for o, d in cpu_kernels.eligible} - listed
-            rows += [_row((o, d, "cpu"), "native", generated(o, d, "cpu", "native"), calls.pop((o, d, "cpu"), {}))
-                     for o, d in sorted(overridden)]
         for name in found.crashed:  # its probe crashed or hung: support unknown, PyTorch's kernel kept
             keys = [(name, dtypes.NAMES[d], device_type) for d in dtypes.COMPLEX_TARGETS]
             rows += [_row(key, "crashed", "native", calls.pop(key, {})) for key in keys]
+        if device_type == "cpu":  # ops PyTorch serves that a generated kernel takes over (sum): not listed above
+            listed = {(r["op"], r["dtype"]) for r in rows if r["device"] == "cpu"}
+            overridden = {(o, dtypes.NAMES[d]) for o, d in cpu_kernels.eligible if o in cpu_kernels.OVERRIDDEN}
+            rows += [_row((o, d, "cpu"), "native", generated(o, d, "cpu", "native"), calls.pop((o, d, "cpu"), {}))
+                     for o, d in sorted(overridden - listed)]
     rows += [_row(key, "unknown", max(seen, key=seen.get), seen) for key, seen in calls.items()]
     return sorted(rows, key=lambda r: (r["device"], r["dtype"], r["op"]))
 
