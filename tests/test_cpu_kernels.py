@@ -9,6 +9,7 @@ with a complex and one with a real result, a binary op without and one with alph
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import subprocess
@@ -36,19 +37,26 @@ if _BCOMPLEX32 is not None:
 IDS = [f"{o.removeprefix('aten::')}-{dtypes.NAMES[d]}" for o, d, _ in CASES]
 
 
-@pytest.fixture(scope="module")
-def installed():
-    """Every case's package built (or found) and installed, as a first call in eager mode does."""
+@contextlib.contextmanager
+def _eager_kernels():
+    """JITDTYPES_CPU_KERNELS=eager for a module fixture (monkeypatch is per test), restored afterwards."""
     previous = os.environ.get(cpu_kernels.ENV_VAR)
     os.environ[cpu_kernels.ENV_VAR] = cpu_kernels.EAGER
     try:
+        yield
+    finally:
+        os.environ.pop(cpu_kernels.ENV_VAR) if previous is None else os.environ.update({cpu_kernels.ENV_VAR: previous})
+
+
+@pytest.fixture(scope="module")
+def installed():
+    """Every case's package built (or found) and installed, as a first call in eager mode does."""
+    with _eager_kernels():
         for overload, dtype, name in CASES:
             assert (overload, dtype) in cpu_kernels.eligible, f"{overload} is not upcast in C++ for {dtype}"
             # as the router's first call asks (which an earlier test may have made with the kernels off)
             cpu_kernels.first_need(overload, dtype)
             _call(name, _inputs(dtype, (4,), 2 if "Tensor" in overload else 1))  # the guard's first call routes
-    finally:
-        os.environ.pop(cpu_kernels.ENV_VAR) if previous is None else os.environ.update({cpu_kernels.ENV_VAR: previous})
     status = cpu_kernels.status()
     for overload, dtype, _ in CASES:
         assert status[(overload, dtypes.NAMES[dtype])] == "installed", status
@@ -203,14 +211,10 @@ OVERRIDDEN_CASES = [("aten::sum", torch.complex32, "sum"), ("aten::add.Tensor", 
 @pytest.fixture(scope="module")
 def overriding():
     """Their packages built (or found) and installed; afterwards PyTorch's kernels serve them again."""
-    previous = os.environ.get(cpu_kernels.ENV_VAR)
-    os.environ[cpu_kernels.ENV_VAR] = cpu_kernels.EAGER
-    try:
+    with _eager_kernels():
         for overload, dtype, _ in OVERRIDDEN_CASES:
             assert cpu_kernels._min_numel[(overload, dtype)] == cpu_kernels.OVERRIDDEN[overload]
             cpu_kernels.first_need(overload, dtype)
-    finally:
-        os.environ.pop(cpu_kernels.ENV_VAR) if previous is None else os.environ.update({cpu_kernels.ENV_VAR: previous})
     yield
     for overload, dtype, _ in OVERRIDDEN_CASES:
         cpu_kernels.uninstall(overload, dtype)
