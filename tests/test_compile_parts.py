@@ -2,6 +2,7 @@
 custom ops (eager, forward and backward), and installation: removing it restores PyTorch exactly, and
 compiled float32/complex64 programs are traced to the same graphs and give the same bits with it."""
 
+import math
 import os
 import subprocess
 import sys
@@ -107,6 +108,39 @@ def test_unpack_pack_round_trips_views_and_conjugates(dtype):
     assert torch.equal(im, -view.to(torch.complex64).imag)
     packed = bits.pack(re, im, dtype)
     assert packed.dtype == dtype and torch.equal(packed.view(torch.int32), view.conj().resolve_conj().contiguous().view(torch.int32))
+
+
+def test_halves_read_converts_exactly_in_inductor_code():
+    """bits.read_as_halves: compiled complex32 code that reads float16 halves (a scalar loop) sees every pattern
+    as PyTorch does: z * 1 gives z's bits back, abs the formula's value on PyTorch's conversion."""
+    import torch._inductor.lowering  # noqa: F401 - the compile path joins Inductor's table once this is loaded
+
+    z = _every_16_bit_pattern(torch.complex32)
+    torch._dynamo.reset()
+    no_caches = torch._inductor.config.patch(force_disable_caches=True)  # the Dynamo graph is the words one's
+    with bits.read_as_halves(), no_caches:
+        same, size = torch.compile(lambda z: (z * 1, z.abs()), fullgraph=True)(z)
+    torch._dynamo.reset()
+    _assert_same_bits(torch.view_as_real(same), torch.view_as_real(z))
+    parts = torch.view_as_real(z).float()
+    _assert_same_bits(size, formulas.magnitude_of_half_parts((parts[:, 0], parts[:, 1])).half())
+
+
+def test_magnitude_of_half_parts_is_hypot_rounded_to_float16():
+    """Over every pair of special values and 1M random float16 pairs: non-finite results exactly hypot's
+    (C99: an infinite part gives inf, NaN included), finite ones within one float16 rounding of it."""
+    torch.manual_seed(0)
+    values = torch.tensor([0.0, -0.0, 2.0**-24, 2.0**-14, 1.0, 65504.0, -65504.0, math.inf, -math.inf, math.nan])
+    pairs = torch.cartesian_prod(values, values)
+    a = torch.cat([pairs[:, 0], (torch.randn(1 << 20) * 2.0 ** torch.randint(-24, 16, (1 << 20,)))]).half()
+    b = torch.cat([pairs[:, 1], (torch.randn(1 << 20) * 2.0 ** torch.randint(-24, 16, (1 << 20,)))]).half()
+    got = formulas.magnitude_of_half_parts((a.float(), b.float())).half()
+    want = torch.hypot(a.double(), b.double()).half()
+    finite = want.isfinite()
+    assert torch.equal(got.isfinite(), finite) and torch.equal(got[~finite].isnan(), want[~finite].isnan())
+    assert torch.equal(got[~finite & ~want.isnan()], want[~finite & ~want.isnan()])
+    ulp = (want[finite].view(torch.int16).int() - got[finite].view(torch.int16).int()).abs()
+    assert ulp.max().item() <= 1 and (ulp != 0).float().mean().item() < 1e-3
 
 
 # -- planar formulas --------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ with a complex and one with a real result, a binary op without and one with alph
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import stat
 import subprocess
@@ -21,6 +22,7 @@ import torch
 
 import jitdtypes
 from jitdtypes import cpu_kernels, dtypes
+from jitdtypes.cpu_kernels import table
 from jitdtypes.cache_tools.store import InsecureEntry
 
 from .opinfo_samples import op_db
@@ -61,8 +63,8 @@ def installed():
     for overload, dtype, _ in CASES:
         assert status[(overload, dtypes.NAMES[dtype])] == "installed", status
     yield dict(cpu_kernels._installed)
-    for overload, dtype, _ in CASES:  # later tests in this process expect the upcast path (test_demo's memory)
-        cpu_kernels.uninstall(overload, dtype)
+    for overload, dtype in list(cpu_kernels._installed):  # later tests in this process expect the upcast path
+        cpu_kernels.uninstall(overload, dtype)  # (test_demo's memory), out= and in-place forms included
 
 
 def _inputs(dtype, shape, count, seed=0):
@@ -96,33 +98,93 @@ def _package_result(path, tensors, dtype):
 @pytest.mark.parametrize("overload,dtype,name", CASES, ids=IDS)
 def test_contiguous_calls_take_the_package_others_the_upcast(installed, overload, dtype, name):
     count = 2 if "Tensor" in overload else 1
-    tensors = _inputs(dtype, (37, 64), count)
+    threshold = table.min_numel(overload, dtypes.NAMES[dtype])
+    assert cpu_kernels._min_numel[(overload, dtype)] == threshold
+    tensors = _inputs(dtype, (37, -(-threshold // 37)), count)
     ours = _call(name, tensors)
     assert ours.dtype == _upcast(name, tensors, dtype).dtype and ours.shape == tensors[0].shape
     assert torch.equal(_bits(ours), _bits(_package_result(installed[(overload, dtype)], tensors, dtype)))
     transposed = [t.T for t in tensors]  # not contiguous: the upcast path, bit for bit
     assert torch.equal(_bits(_call(name, transposed)), _bits(_upcast(name, transposed, dtype)))
-    one = [t.reshape(-1)[:1] for t in tensors]  # below the package's symbolic length
-    assert torch.equal(_bits(_call(name, one)), _bits(_upcast(name, one, dtype)))
+    below = [t.reshape(-1)[: threshold - 1] for t in tensors]  # too small to gain: the upcast
+    assert torch.equal(_bits(_call(name, below)), _bits(_upcast(name, below, dtype)))
 
 
 @pytest.mark.parametrize("overload,dtype,name", CASES, ids=IDS)
 def test_opinfo_samples_agree_with_complex64(installed, overload, dtype, name):
+    """Every plain OpInfo sample whose tensors the package can take (one shape, at least 2 elements) through
+    the package itself, whatever its size; the call's dtype and shape through the guard."""
     (info,) = [op for op in op_db() if op.name == name and op.variant_test_name in ("", "no_rounding_mode")]
     checked = 0
     for sample in info.sample_inputs("cpu", torch.complex64):
         tensors = [sample.input, *sample.args]
         if sample.kwargs or not all(isinstance(t, torch.Tensor) for t in tensors):
             continue
-        narrow = [t.to(dtype) for t in tensors]
+        narrow = [t.to(dtype).contiguous() for t in tensors]
+        if len({t.shape for t in narrow}) != 1 or narrow[0].numel() < 2:
+            continue
         expected = _upcast(name, narrow, dtype)
-        got = _call(name, narrow)
-        assert got.dtype == expected.dtype and got.shape == expected.shape
+        got = _package_result(installed[(overload, dtype)], narrow, dtype)
+        called = _call(name, narrow)
+        assert got.dtype == called.dtype == expected.dtype and got.shape == called.shape == expected.shape
         torch.testing.assert_close(got.to(torch.complex64 if got.is_complex() else torch.float32),
                                    expected.to(torch.complex64 if got.is_complex() else torch.float32),
                                    rtol=2 ** -7, atol=2 ** -7, equal_nan=True)
         checked += 1
     assert checked >= 1, f"no OpInfo sample of {name} is a plain call"
+
+
+def test_in_place_and_out_forms_run_their_functional_package(installed):
+    """exp's package installed in sin_'s and sin.out's slots (which an in-place or out= call of complex32 sin
+    reaches): the written tensor gets exp's values, in place; what does not fit keeps the upcast."""
+    from jitdtypes import native_guard
+
+    dtype, package = torch.complex32, installed[("aten::exp", torch.complex32)]
+    for overload in ("aten::sin_", "aten::sin.out"):
+        assert cpu_kernels.eligible.get((overload, dtype)) == "CPU", overload
+    (x,) = _inputs(dtype, (64, 64), 1)
+    expected = _package_result(package, [x], dtype)
+    x.clone().sin_(), torch.sin(x, out=torch.empty_like(x))  # a first call of an op takes the router
+    try:
+        for overload in ("aten::sin_", "aten::sin.out"):
+            native_guard.install_generated(overload, "CPU", dtype, package, 2, words=False)
+        y = x.clone()
+        version = y._version
+        assert y.sin_() is y and y._version > version and torch.equal(_bits(y), _bits(expected))
+        out = torch.empty_like(x)
+        assert torch.sin(x, out=out) is out and torch.equal(_bits(out), _bits(expected))
+        # an out= of another shape is resized, a transposed one written through its strides: the upcast
+        resized, strided = torch.empty(3, dtype=dtype), torch.empty_like(x).T
+        with pytest.warns(UserWarning, match="resized"):
+            torch.sin(x, out=resized)
+        torch.sin(x.T, out=strided)
+        sine = _upcast("sin", [x], dtype)
+        assert resized.shape == x.shape and torch.equal(_bits(resized), _bits(sine))
+        assert torch.equal(_bits(strided), _bits(sine.T))
+        flat = x.clone().reshape(-1)  # written over what it reads, one element apart: the upcast too
+        torch.sin(flat[1:], out=flat[:-1])
+        assert torch.equal(_bits(flat[:-1]), _bits(_upcast("sin", [x.reshape(-1)[1:]], dtype)))
+    finally:
+        for overload in ("aten::sin_", "aten::sin.out"):
+            native_guard.install_generated(overload, "CPU", dtype, "", 0, words=False)
+    with pytest.raises(RuntimeError, match="not supported for complex"):  # abs_'s result is real
+        x.clone().abs_()
+
+
+def test_out_forms_take_the_installed_kernels(installed):
+    """The fixture's packages serve the out= and in-place forms of their ops (installed by their first call)."""
+    with _eager_kernels():
+        for overload, dtype, name in CASES:
+            count = 2 if "Tensor" in overload else 1
+            tensors = _inputs(dtype, (8192,), count)
+            functional = _package_result(installed[(overload, dtype)], tensors, dtype)
+            out = torch.empty_like(functional)
+            getattr(torch, name)(*tensors, out=out)
+            getattr(torch, name)(*tensors, out=out)  # the first call of an op routes (and asks for the kernel)
+            assert torch.equal(_bits(out), _bits(functional)), name
+            status = cpu_kernels.status()
+            out_form = f"aten::{name}.out"
+            assert status.get((out_form, dtypes.NAMES[dtype])) == "installed", (out_form, status)
 
 
 def test_uninstalled_kernels_leave_calls_to_the_upcast(installed):
@@ -205,7 +267,9 @@ def test_import_loads_neither_dynamo_nor_inductor():
 
 
 # Ops PyTorch serves itself for complex32, more slowly than a generated kernel (cpu_kernels.table.OVERRIDDEN)
-OVERRIDDEN_CASES = [("aten::sum", torch.complex32, "sum"), ("aten::add.Tensor", torch.complex32, "add")]
+OVERRIDDEN_CASES = [("aten::sum", torch.complex32, "sum"), ("aten::add.Tensor", torch.complex32, "add"),
+                    ("aten::abs", torch.complex32, "abs")]
+OVERRIDDEN_IDS = [name for _, _, name in OVERRIDDEN_CASES]
 
 
 @pytest.fixture(scope="module")
@@ -213,14 +277,14 @@ def overriding():
     """Their packages built (or found) and installed; afterwards PyTorch's kernels serve them again."""
     with _eager_kernels():
         for overload, dtype, _ in OVERRIDDEN_CASES:
-            assert cpu_kernels._min_numel[(overload, dtype)] == cpu_kernels.OVERRIDDEN[overload]
+            assert cpu_kernels._min_numel[(overload, dtype)] == table.min_numel(overload, dtypes.NAMES[dtype])
             cpu_kernels.first_need(overload, dtype)
     yield
     for overload, dtype, _ in OVERRIDDEN_CASES:
         cpu_kernels.uninstall(overload, dtype)
 
 
-@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=["sum", "add"])
+@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=OVERRIDDEN_IDS)
 def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtype, name):
     count = 2 if name == "add" else 1
     large = _inputs(dtype, (8192,), count)
@@ -230,7 +294,7 @@ def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtyp
     torch.testing.assert_close(ours.to(torch.complex64), _upcast(name, large, dtype).to(torch.complex64),
                                rtol=2 ** -9, atol=2 ** -6)
     # below the measured threshold, and not contiguous: PyTorch's own kernel, bit for bit
-    small = _inputs(dtype, (cpu_kernels.OVERRIDDEN[overload] - 1,), count)
+    small = _inputs(dtype, (table.min_numel(overload, dtypes.NAMES[dtype]) - 1,), count)
     strided = [t.reshape(64, 128).T for t in large]
     for tensors in (small, strided):
         cpu_kernels.uninstall(overload, dtype)
@@ -244,12 +308,12 @@ def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtyp
     assert torch.equal(_call(name, wide), getattr(torch.Tensor, name)(*wide))
 
 
-@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=["sum", "add"])
+@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=OVERRIDDEN_IDS)
 def test_overridden_calls_run_the_installed_package(installed, overriding, overload, dtype, name):
     """Which package serves a call, seen by installing another op's (exp for sum, div for add) in its slot."""
     from jitdtypes import native_guard
 
-    other = "exp" if name == "sum" else "div"
+    other = "div" if name == "add" else "exp"
     tensors = _inputs(dtype, (8192,), 2 if name == "add" else 1)
     other_package = installed[("aten::exp" if other == "exp" else "aten::div.Tensor", dtype)]
     native_guard.install_generated(overload, "CPU", dtype, other_package, 2, words=False)
@@ -278,7 +342,7 @@ def test_overridden_dtype_asks_for_its_kernel_once(overriding, monkeypatch):
         cpu_kernels.ensure("aten::sum", torch.complex32)
 
 
-@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=["sum", "add"])
+@pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=OVERRIDDEN_IDS)
 def test_overridden_opinfo_samples_agree_with_complex64(overriding, overload, dtype, name):
     (info,) = [op for op in op_db() if op.name == name and op.variant_test_name == ""]
     checked = 0
@@ -294,6 +358,40 @@ def test_overridden_opinfo_samples_agree_with_complex64(overriding, overload, dt
                                    equal_nan=True)
         checked += 1
     assert checked >= 1
+
+
+def _with_special_values(t: torch.Tensor) -> torch.Tensor:
+    """t with inf, NaN, the largest finite part, subnormals and signed zeros in its first elements."""
+    part = dtypes.part_dtype(t.dtype)
+    big, tiny = torch.finfo(part).max, torch.finfo(part).smallest_normal / 4
+    specials = torch.tensor([math.inf, -math.inf, math.nan, big, -big, tiny, -tiny, 0.0, -0.0, 1.0])
+    parts = torch.view_as_real(t.to(torch.complex64)).clone()
+    parts[: len(specials), 0] = specials
+    parts[: len(specials), 1] = specials.flip(0)
+    return torch.view_as_complex(parts).to(t.dtype)
+
+
+LANES_CASES = [("aten::add.Tensor", torch.complex32, "add")]
+if _BCOMPLEX32 is not None:
+    LANES_CASES.append(("aten::add.Tensor", _BCOMPLEX32, "add"))
+
+
+@pytest.mark.parametrize("overload,dtype,name", LANES_CASES, ids=[dtypes.NAMES[d] for _, d, _ in LANES_CASES])
+def test_lanes_packages_add_each_part_in_float32(installed, overriding, overload, dtype, name):
+    """add over the flat parts (table.LANES): each part's float32 sum rounded once, which is complex64's
+    wherever the parts are finite. Where one is infinite, complex64's kernel first multiplies by alpha = 1 + 0i
+    (inf * 0: NaN in the other part); the package, like the compile path, adds the parts as they are."""
+    x, y = _inputs(dtype, (8192,), 2)
+    x, y = _with_special_values(x), _with_special_values(y.flip(0))
+    got = _package_result(cpu_kernels._installed[(overload, dtype)], [x, y], dtype)
+    assert got.dtype == dtype and torch.equal(_bits(_call(name, [x, y])), _bits(got))
+    part = dtypes.part_dtype(dtype)
+    per_part = (torch.view_as_real(x).float() + torch.view_as_real(y).float()).to(part)
+    got_parts = torch.view_as_real(got)
+    assert torch.equal(got_parts.isnan(), per_part.isnan())
+    assert torch.equal(got_parts[~per_part.isnan()], per_part[~per_part.isnan()])
+    finite = torch.isfinite(torch.view_as_real(x)).all(-1) & torch.isfinite(torch.view_as_real(y)).all(-1)
+    assert torch.equal(_bits(got[finite]), _bits(_upcast(name, [x[finite], y[finite]], dtype)))
 
 
 def test_ops_rows_show_the_generated_path(installed, overriding):

@@ -235,16 +235,18 @@ def _where(condition, x, y):
 # -- elementwise: complex -> real -----------------------------------------------------------------------------
 
 
-def _real_valued(overload, formula):
+def _real_valued(overload, formula, of_complex32=None):
+    """`of_complex32`: the formula for complex32 inputs, whose parts are float16 numbers."""
     def decomposition(x):
         if not _complex_input(x):
             return NotImplemented
-        return formula(planar.parts(x, planar.compute_dtype(x.dtype))).to(dtypes.part_dtype(x.dtype))
+        chosen = of_complex32 if of_complex32 is not None and x.dtype == torch.complex32 else formula
+        return chosen(planar.parts(x, planar.compute_dtype(x.dtype))).to(dtypes.part_dtype(x.dtype))
 
     TABLE[overload] = decomposition
 
 
-_real_valued(aten.abs.default, F.magnitude)
+_real_valued(aten.abs.default, F.magnitude, F.magnitude_of_half_parts)
 _real_valued(aten.angle.default, F.angle)
 
 

@@ -18,7 +18,8 @@ Tiers, so that nobody waits: the first call of an (op, dtype) goes to the Python
 asks for the kernel (`first_need`). A package in the cache is installed at once; otherwise one is built in a
 child process (the calling process imports neither Dynamo nor Inductor) on a background thread, and the C++
 upcast serves every call until it is installed. Installed, a typed guard runs it for the calls it fits
-(native_guard/generated.h: contiguous, one dtype and shape, alpha 1, at least MIN_NUMEL elements). The
+(native_guard/generated.h: contiguous, one dtype and shape, alpha 1, at least table.min_numel elements;
+in-place and out= forms through their functional op's package, table.WRITING). The
 first call of each (op, dtype) in a process always takes the router (its path is logged there).
 
 JITDTYPES_CPU_KERNELS: `lazy` (default), `eager` (the first call builds and installs before it returns: tests),
@@ -41,7 +42,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__, dtypes, source_digest
-from .table import GENERATED, MIN_NUMEL, OVERRIDDEN
+from .table import GENERATED, OVERRIDDEN, WRITING, functional, min_numel
 
 log = logging.getLogger("jitdtypes")
 
@@ -79,18 +80,21 @@ def overridable(overload: str, served) -> list:
     return list(served) if overload in OVERRIDDEN else []
 
 
+def first_need_numel(overload: str, overridden) -> int:
+    """The fewest elements of an overridden call that asks for the package (the guard's hook): its smallest
+    dtype's threshold (each installed package then keeps its own)."""
+    return min((min_numel(overload, dtypes.NAMES[d]) for d in overridden), default=0)
+
+
 def offer(overload: str, dispatch_key: str, upcast_dtypes, overridden=()) -> None:
     """The registrar registered a typed guard that upcasts these dtypes of `overload` in C++, or runs PyTorch's
     kernel for the `overridden` ones: a generated kernel may take their calls (cheap: nothing is loaded or built
     until a first call asks, `first_need`; for overridden dtypes the guard asks through a hook)."""
-    if overload not in GENERATED:
+    if overload not in GENERATED and overload not in WRITING:
         return
-    for dtype in upcast_dtypes:
+    for dtype in (*upcast_dtypes, *overridden):
         eligible[(overload, dtype)] = dispatch_key
-        _min_numel[(overload, dtype)] = MIN_NUMEL
-    for dtype in overridden:
-        eligible[(overload, dtype)] = dispatch_key
-        _min_numel[(overload, dtype)] = OVERRIDDEN[overload]
+        _min_numel[(overload, dtype)] = min_numel(overload, dtypes.NAMES[dtype])
     if overridden and not _hooked:
         from .. import native_guard
 
@@ -186,7 +190,8 @@ def available(overload: str, dtype: torch.dtype) -> bool:
 
 
 def key(overload: str, dtype: torch.dtype) -> str:
-    parts = [str(_FORMAT), overload, dtypes.NAMES[dtype], torch.__version__, str(torch.version.git_version),
+    """The package's cache key: in-place and out= forms share their functional op's package."""
+    parts = [str(_FORMAT), functional(overload), dtypes.NAMES[dtype], torch.__version__, str(torch.version.git_version),
              torch.backends.cpu.get_cpu_capability(), sys.platform, __version__,
              source_digest.of("jitdtypes.cpu_kernels.build")]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:40]
@@ -218,9 +223,10 @@ def _package(overload: str, dtype: torch.dtype) -> str:
             if entry is None:
                 with tempfile.TemporaryDirectory(prefix="jitdtypes-cpu-kernel-") as scratch:
                     package = Path(scratch) / "kernel.pt2"
-                    _build_in_child(overload, dtype, package)
+                    _build_in_child(functional(overload), dtype, package)
                     built.append((overload, dtype))
-                    entry = store.write(entry_key, package, {"overload": overload, "dtype": dtypes.NAMES[dtype],
+                    entry = store.write(entry_key, package, {"overload": functional(overload),
+                                                             "dtype": dtypes.NAMES[dtype],
                                                              "torch": torch.__version__})
     return entry.source
 

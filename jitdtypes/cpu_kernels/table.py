@@ -2,13 +2,11 @@
 
 Only ops whose schema is tensors plus at most `alpha` and `dtype=` (what native_guard/generated.h can check in
 C++), and whose compile-path formula exists (compile_path/decompositions.py). They take a generated kernel
-only where discovery found the dtype missing and the typed guard upcasts it in C++; ops PyTorch serves itself
-(complex32 add, sub, mul; sum) keep PyTorch's kernel.
+where discovery found the dtype missing and the typed guard upcasts it in C++, and for the OVERRIDDEN ops,
+which PyTorch serves itself, more slowly.
 
-MIN_NUMEL: the package beat the C++ upcast at every size measured (10th percentile of 200 calls, idle 2-core
-machine, 8 to 16384 elements: complex32 exp 12.1 against 13.7 us at 8 elements, 61 against 327 us at 16384;
-complex32 div 8.0/9.5 and 35.7/88.3; bcomplex32 mul 7.4/9.3 and 13.3/22.3; bcomplex32 exp 7.7/8.9 and
-36.5/283.9), so it serves every size its symbolic length allows (n >= 2: export specializes 0 and 1).
+Packages are compiled for many elements (build.EXAMPLE_LENGTH), so Inductor splits their loops over the
+CPU's threads; below `min_numel` elements a call keeps what serves it otherwise.
 """
 
 from __future__ import annotations
@@ -25,19 +23,72 @@ GENERATED = {
     "aten::mean": REDUCTION,
 }
 
-MIN_NUMEL = 2
+
+def _writing_forms() -> dict[str, str]:
+    forms = {}
+    for overload, kind in GENERATED.items():
+        if kind == UNARY:
+            forms[f"{overload}_"] = forms[f"{overload}.out"] = overload
+        elif kind == BINARY:
+            name = overload.removesuffix(".Tensor")
+            forms[f"{name}_.Tensor"] = forms[f"{name}.out"] = overload
+    return forms
+
+
+# In-place and out= forms -> the functional op whose package they run (native_guard/generated.h copies its
+# result into the written tensor: one more pass over memory, against the upcast's widening and rounding)
+WRITING = _writing_forms()
+
+
+def functional(overload: str) -> str:
+    """The op whose package serves `overload`: itself, or the functional op of a WRITING form."""
+    return WRITING.get(overload, overload)
+
+# How a kernel reads the 16-bit storage (compile_path/bits.py has the default, WORDS, and its cost).
+# LANES: ops that compute each part from the same part of their inputs are their real op on the interleaved
+# parts as one flat float16/bfloat16 tensor: contiguous loads Inductor vectorizes with the CPU's conversions
+# (complex32 add at 1M elements: 0.12 ms, against 0.52 ms over words and 0.23 ms for complex64).
+# HALVES: a scalar loop of float16 loads (bits.read_as_halves), for a cheap formula (complex32 abs at 1M:
+# 0.82 ms, against 3.3 ms over words and 1.7 ms for complex64).
+WORDS, LANES, HALVES = "words", "lanes", "halves"
+_LANES = frozenset({"aten::add.Tensor", "aten::sub.Tensor", "aten::neg"})
+_HALVES = frozenset({("aten::abs", "complex32")})
+
+
+# Kernels compiled for one thread (build.py): where Inductor's split of a full reduction over the threads
+# measured slower (bcomplex32 sum, one thread against both, us: 61/136 at 1M elements, 256/524 at 4M;
+# complex32 sum gains from both: 202/136 and 775/718).
+SERIAL = frozenset({("aten::sum", "bcomplex32")})
+
+
+def reads(overload: str, dtype_name: str) -> str:
+    if overload in _LANES:
+        return LANES
+    return HALVES if (overload, dtype_name) in _HALVES else WORDS
 
 # Ops PyTorch serves itself for a 16-bit complex dtype on CPU, but more slowly than the generated kernel once
 # the tensor is large enough (ATen's ComplexHalf loops are scalar code, its full sums accumulate one element at
-# a time), -> the fewest elements a call needs before the generated kernel takes it from PyTorch's kernel.
-# Measured (10th percentile of 300 calls, median of 5 interleaved rounds, idle 2-core machine; generated /
-# PyTorch's, us): complex32 sum 64: 3.9/5.7, 4096: 5.7/10.4; abs 32: 5.1/5.4 (PyTorch's at both), 64: 3.2/6.1,
-# 4096: 22.9/90.6; add 512: 4.8/4.7, 1024: 5.1/7.4 (sub alike); mul 1024: 5.3/4.2, 4096: 9.2/10.9;
-# bcomplex32 sum 64: 4.1/5.3, 4096: 5.3/6.4. Under 64 elements a package call's fixed cost (about 3.5 us
-# against PyTorch's 2) decides.
-OVERRIDDEN = {
-    "aten::sum": 64,
-    "aten::abs": 64,
-    "aten::add.Tensor": 1024,
-    "aten::sub.Tensor": 1024,
+# a time). complex32 mul stays with PyTorch: at 64K, 1M and 4M elements the generated kernel took 92/1354/5662
+# us against PyTorch's 79/1213/6088.
+OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub.Tensor"})
+
+# The fewest elements a call needs before the package is faster than what serves it otherwise: the C++ upcast,
+# or PyTorch's kernel for OVERRIDDEN ops. Measured on the idle 2-core machine, 10th percentile of 300 calls,
+# best of 5 rounds, two runs (package / otherwise, us): unary ops win from 64 elements (exp 2.5/4.1, log
+# 2.7/5.0, sin 4.3/5.2, angle 3.6/3.5; at 8 elements up to 4.0/2.6); binary ones from about 4096, where the
+# runs agree (complex32 div 7.2/17.8; bcomplex32 mul 3.5/7.2 and 7.1/5.6, sub 6.5/5.6, 8192: 7.6/10.7);
+# complex32 sum from 2048 (3.4/4.0, 16384: 6.5/12.1); PyTorch's bcomplex32 sum is as fast up to 262144
+# elements (32.3/33.8); complex32 add 1024 (3.2/3.9, 512: 3.6/2.6).
+_MIN_NUMEL_BY_KIND = {UNARY: 64, BINARY: 4096, REDUCTION: 4096}
+_MIN_NUMEL = {
+    ("aten::sum", "complex32"): 2048,
+    ("aten::sum", "bcomplex32"): 262144,
+    ("aten::add.Tensor", "complex32"): 1024,
+    ("aten::sub.Tensor", "complex32"): 1024,
 }
+
+
+def min_numel(overload: str, dtype_name: str) -> int:
+    """At least 2 in every case: export specializes lengths 0 and 1, so the package's symbolic one starts at 2."""
+    overload = functional(overload)
+    return _MIN_NUMEL.get((overload, dtype_name), _MIN_NUMEL_BY_KIND[GENERATED[overload]])

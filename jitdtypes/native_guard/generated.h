@@ -11,6 +11,11 @@
 // until the package is installed and below its `min_numel`; the first that fits asks Python for the package
 // (the first-need hook), as a routed call does for the upcast's dtypes.
 //
+// In-place and out= forms (exp_, add_.Tensor, mul.out, ...) run their functional op's package and copy its
+// result into the written tensor, which must already have the result's dtype and shape, be contiguous and
+// share no memory with an input except by being it (PyTorch's own checks, resizing and partial-overlap errors
+// stay with the upcast).
+//
 // bcomplex32 crosses the package boundary as int32 words (AOTInductor's C shim has no bcomplex32): the package
 // takes and returns int32 tensors of the same bits.
 
@@ -61,6 +66,12 @@ constexpr bool generated_arg = std::is_same_v<A, const Tensor&> || std::is_same_
 template <class Return, class... Args>
 constexpr bool generatable = std::is_same_v<Return, Tensor> && (generated_arg<Args> && ...);
 
+// In place: the written tensor comes first and is an input too; out=: it comes last and is not.
+template <class Return, class... Args>
+constexpr bool generatable_into = std::is_same_v<Return, Tensor&> &&
+                                  ((std::is_same_v<Args, Tensor&> ? 1 : 0) + ...) == 1 &&
+                                  ((generated_arg<Args> || std::is_same_v<Args, Tensor&>) && ...);
+
 // What a call holds, as far as a generated kernel cares.
 struct GeneratedCheck {
   ScalarType dtype = ScalarType::Undefined;
@@ -91,25 +102,32 @@ inline Tensor as_input(const Tensor& t, bool words) {
   return words ? flat.view(ScalarType::Int) : flat;
 }
 
+// The package's result for these flat inputs, in the first input's shape; nothing when the call is too small
+// or the package raises (the upcast serves it, and raises whatever the call itself deserves).
+inline std::optional<Tensor> run_package(const GeneratedKernel& kernel, const GeneratedCheck& check,
+                                         std::vector<Tensor> inputs) {
+  if (check.first->numel() < kernel.min_numel) return std::nullopt;
+  std::vector<Tensor> outputs;
+  try {
+    outputs = kernel.loader->run(inputs);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  Tensor result = std::move(outputs.at(0));
+  if (kernel.words && result.scalar_type() == ScalarType::Int) result = result.view(check.dtype);
+  // elementwise: the flat result in the inputs' shape; a full reduction's 0-dim result as it is
+  return result.numel() == check.first->numel() ? result.view(check.first->sizes()) : result;
+}
+
 template <class... Args>
 std::optional<Tensor> run_kernel(const GeneratedKernel& kernel, const GeneratedCheck& check, const Args&... args) {
-  if (check.first->numel() < kernel.min_numel) return std::nullopt;
   std::vector<Tensor> inputs;
   inputs.reserve(sizeof...(Args));
   auto add = [&](const auto& value) {
     if constexpr (std::is_same_v<std::decay_t<decltype(value)>, Tensor>) inputs.push_back(as_input(value, kernel.words));
   };
   (add(args), ...);
-  std::vector<Tensor> outputs;
-  try {
-    outputs = kernel.loader->run(inputs);
-  } catch (const std::exception&) {
-    return std::nullopt;  // the upcast serves it (and raises whatever the call itself deserves)
-  }
-  Tensor result = std::move(outputs.at(0));
-  if (kernel.words && result.scalar_type() == ScalarType::Int) result = result.view(check.dtype);
-  // elementwise: the flat result in the inputs' shape; a full reduction's 0-dim result as it is
-  return result.numel() == check.first->numel() ? result.view(check.first->sizes()) : result;
+  return run_package(kernel, check, std::move(inputs));
 }
 
 // The call's result from the installed kernel, or nothing when none is installed or the call does not fit.
@@ -145,4 +163,47 @@ std::optional<Tensor> run_overriding(const GeneratedSlots& slots, const DtypeSet
     return std::nullopt;
   }
   return run_kernel(*kernel, check, args...);
+}
+
+// An in-place or out= call's written tensor, filled from the installed kernel of its functional op; nothing
+// when none is installed or the call does not fit. Args: the guard's own (the written tensor as Tensor&).
+template <class... Args>
+Tensor* run_generated_into(const GeneratedSlots& slots, Args... args) {
+  constexpr bool in_place = std::is_same_v<std::tuple_element_t<0, std::tuple<Args...>>, Tensor&>;
+  GeneratedCheck check;
+  Tensor* written = nullptr;
+  std::vector<const Tensor*> read;
+  auto see = [&](auto&& value) {
+    if constexpr (std::is_same_v<decltype(value), Tensor&>) {
+      written = &value;
+      if (in_place) {
+        check.see(static_cast<const Tensor&>(value));
+        read.push_back(&value);
+      }
+    } else {
+      check.see(value);
+      if constexpr (std::is_same_v<std::decay_t<decltype(value)>, Tensor>) read.push_back(&value);
+    }
+  };
+  (see(args), ...);
+  if (!check.ok || check.first == nullptr || written == nullptr) return nullptr;
+  const size_t index = static_cast<size_t>(check.dtype);
+  if (index >= kScalarTypes) return nullptr;
+  const GeneratedKernel* kernel = slots.kernels[index].load(std::memory_order_acquire);
+  if (kernel == nullptr || !written->is_contiguous() || written->is_conj() || written->is_neg() ||
+      !written->sizes().equals(check.first->sizes())) {
+    return nullptr;
+  }
+  std::vector<Tensor> inputs;
+  inputs.reserve(read.size());
+  for (const Tensor* t : read) {
+    if (t != written && at::get_overlap_status(*t, *written) != at::MemOverlapStatus::No) return nullptr;
+    inputs.push_back(as_input(*t, kernel->words));
+  }
+  std::optional<Tensor> result = run_package(*kernel, check, std::move(inputs));
+  if (!result || result->scalar_type() != written->scalar_type() || !result->sizes().equals(written->sizes())) {
+    return nullptr;  // e.g. abs_ of a complex tensor: PyTorch's error, from the upcast
+  }
+  written->copy_(*result);
+  return written;
 }

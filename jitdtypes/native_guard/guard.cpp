@@ -16,6 +16,7 @@
 // Loaded with ctypes: a plain C interface, no Python headers, so one build serves every Python version.
 
 #include <ATen/Parallel.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Version.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_like.h>
@@ -206,6 +207,13 @@ struct Typed<Return(Args...)> {
                   if (std::optional<Tensor> result = run_generated(*state->generated, args...)) {
                     state->upcast->count(dtype);
                     return *std::move(result);
+                  }
+                }
+              } else if constexpr (generatable_into<Return, Args...>) {
+                if (state->generated) {
+                  if (Tensor* written = run_generated_into<Args...>(*state->generated, args...)) {
+                    state->upcast->count(dtype);
+                    return *written;
                   }
                 }
               }

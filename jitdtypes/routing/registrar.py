@@ -127,7 +127,7 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
                     missing, partial,
                     [(d, path_record.native_counter(info.full_name, dtypes.NAMES[d], device_type, path_record.UPCAST))
                      for d in upcast],
-                    overridden=(overridden, cpu_kernels.OVERRIDDEN.get(info.full_name, 0)),
+                    overridden=(overridden, cpu_kernels.first_need_numel(info.full_name, overridden)),
                 )
                 if (info.full_name, key) in registration.typed:
                     cpu_kernels.offer(info.full_name, key, upcast, overridden)
