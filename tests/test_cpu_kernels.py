@@ -326,6 +326,44 @@ def test_overridden_calls_run_the_installed_package(installed, overriding, overl
                                _upcast(name, tensors, dtype).to(torch.complex64), rtol=2 ** -9, atol=2 ** -6)
 
 
+def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(installed, overriding):
+    """complex32 add_ and add.out, which PyTorch serves: from the measured size on, add's package (first call
+    asks for it through the hook, eager mode installs it; that the slot's package serves is seen by installing
+    div's there); below it and strided, PyTorch's kernel."""
+    from jitdtypes import native_guard
+
+    dtype = torch.complex32
+    x, w = _inputs(dtype, (8192,), 2)
+    expected = _package_result(cpu_kernels._installed[("aten::add.Tensor", dtype)], [x, w], dtype)
+    with _eager_kernels():
+        for _ in range(2):  # the first large call asks for the package
+            y, out = x.clone(), torch.empty_like(x)
+            y.add_(w), torch.add(x, w, out=out)
+    assert cpu_kernels.status()[("aten::add_.Tensor", "complex32")] == "installed"
+    assert torch.equal(_bits(y), _bits(expected)) and torch.equal(_bits(out), _bits(expected))
+    native_guard.install_generated("aten::add_.Tensor", "CPU", dtype, installed[("aten::div.Tensor", dtype)], 2,
+                                   words=False)
+    try:
+        y = x.clone()
+        y.add_(w)
+        assert torch.equal(_bits(y), _bits(x / w))
+    finally:
+        cpu_kernels.uninstall("aten::add_.Tensor", dtype)
+        cpu_kernels.ensure("aten::add_.Tensor", dtype)
+    small = [t[: table.min_numel("aten::add_.Tensor", "complex32") - 1].clone() for t in (x, w)]
+    strided = [t.reshape(64, 128).T for t in (x, w)]
+    for a, b in (small, strided):
+        pytorchs = a.clone()
+        cpu_kernels.uninstall("aten::add_.Tensor", dtype)
+        try:
+            pytorchs.add_(b)
+        finally:
+            cpu_kernels.ensure("aten::add_.Tensor", dtype)
+        ours = a.clone()
+        ours.add_(b)
+        assert torch.equal(_bits(ours), _bits(pytorchs))
+
+
 def test_overridden_dtype_asks_for_its_kernel_once(overriding, monkeypatch):
     """The guard's first call that fits calls cpu_kernels.first_need through the hook (PyTorch's kernel
     serves that call), and no later one."""

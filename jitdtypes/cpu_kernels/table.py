@@ -66,11 +66,14 @@ def reads(overload: str, dtype_name: str) -> str:
         return LANES
     return HALVES if (overload, dtype_name) in _HALVES else WORDS
 
+
 # Ops PyTorch serves itself for a 16-bit complex dtype on CPU, but more slowly than the generated kernel once
 # the tensor is large enough (ATen's ComplexHalf loops are scalar code, its full sums accumulate one element at
-# a time). complex32 mul stays with PyTorch: at 64K, 1M and 4M elements the generated kernel took 92/1354/5662
-# us against PyTorch's 79/1213/6088.
-OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub.Tensor"})
+# a time); add's and sub's in-place and out= forms with them (complex32 x.add_(w) at 1M elements: PyTorch's
+# kernel 0.14x complex64's speed). complex32 mul stays with PyTorch: at 64K, 1M and 4M elements the generated
+# kernel took 92/1354/5662 us against PyTorch's 79/1213/6088.
+OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub.Tensor",
+                        "aten::add_.Tensor", "aten::sub_.Tensor", "aten::add.out", "aten::sub.out"})
 
 # The fewest elements a call needs before the package is faster than what serves it otherwise: the C++ upcast,
 # or PyTorch's kernel for OVERRIDDEN ops. Measured on the idle 2-core machine, 10th percentile of 300 calls,

@@ -143,6 +143,15 @@ std::optional<Tensor> run_generated(const GeneratedSlots& slots, const Args&... 
   return run_kernel(*kernel, check, args...);
 }
 
+// The first call of an overridden dtype that fits asks Python for its package, once.
+inline void ask_once(const GeneratedSlots& slots, ScalarType dtype) {
+  if (!slots.asked[static_cast<size_t>(dtype)].exchange(true, std::memory_order_relaxed)) {
+    if (FirstNeedHook hook = first_need_hook.load(std::memory_order_acquire)) {
+      hook(slots.name.c_str(), slots.overload.c_str(), c10::toString(dtype));
+    }
+  }
+}
+
 // The same for an overridden dtype (PyTorch's kernel serves the call otherwise): the first call that fits,
 // with at least `min_numel` elements and no kernel installed yet asks for one.
 template <class... Args>
@@ -155,11 +164,7 @@ std::optional<Tensor> run_overriding(const GeneratedSlots& slots, const DtypeSet
   if (index >= kScalarTypes || !overridden[index] || check.first->numel() < min_numel) return std::nullopt;
   const GeneratedKernel* kernel = slots.kernels[index].load(std::memory_order_acquire);
   if (kernel == nullptr) {
-    if (!slots.asked[index].exchange(true, std::memory_order_relaxed)) {
-      if (FirstNeedHook hook = first_need_hook.load(std::memory_order_acquire)) {
-        hook(slots.name.c_str(), slots.overload.c_str(), c10::toString(check.dtype));
-      }
-    }
+    ask_once(slots, check.dtype);
     return std::nullopt;
   }
   return run_kernel(*kernel, check, args...);
@@ -206,4 +211,26 @@ Tensor* run_generated_into(const GeneratedSlots& slots, Args... args) {
   }
   written->copy_(*result);
   return written;
+}
+
+// The same for an in-place or out= form of an overridden dtype (PyTorch's kernel serves it otherwise).
+template <class... Args>
+Tensor* run_overriding_into(const GeneratedSlots& slots, const DtypeSet& overridden, int64_t min_numel,
+                            Args... args) {
+  const Tensor* first = nullptr;
+  auto find = [&](auto&& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, Tensor>) {
+      if (first == nullptr) first = &value;
+    }
+  };
+  (find(args), ...);
+  if (first == nullptr || !first->defined()) return nullptr;
+  const ScalarType dtype = first->scalar_type();
+  const size_t index = static_cast<size_t>(dtype);
+  if (index >= kScalarTypes || !overridden[index] || first->numel() < min_numel) return nullptr;
+  if (slots.kernels[index].load(std::memory_order_acquire) == nullptr) {
+    ask_once(slots, dtype);
+    return nullptr;
+  }
+  return run_generated_into<Args...>(slots, args...);
 }

@@ -236,6 +236,13 @@ struct Typed<Return(Args...)> {
             return *std::move(result);
           }
         }
+      } else if constexpr (generatable_into<Return, Args...>) {
+        if (state->overridden.any()) {
+          if (Tensor* written = run_overriding_into<Args...>(*state->generated, state->overridden,
+                                                             state->overridden_min_numel, args...)) {
+            return *written;
+          }
+        }
       }
       if (!scan.partial) return call(state->original, *state, keys, args...);
       if constexpr (copy_signature) {
