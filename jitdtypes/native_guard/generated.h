@@ -13,8 +13,8 @@
 //
 // In-place and out= forms (exp_, add_.Tensor, mul.out, ...) run their functional op's package and copy its
 // result into the written tensor, which must already have the result's dtype and shape, be contiguous and
-// share no memory with an input except by being it (PyTorch's own checks, resizing and partial-overlap errors
-// stay with the upcast).
+// share no memory with an input except by being it (x.mul_(x), torch.add(x, y, out=x)); resizing, strided
+// outputs and partial overlaps stay with the upcast.
 //
 // bcomplex32 crosses the package boundary as int32 words (AOTInductor's C shim has no bcomplex32): the package
 // takes and returns int32 tensors of the same bits.
@@ -202,7 +202,8 @@ Tensor* run_generated_into(const GeneratedSlots& slots, Args... args) {
   std::vector<Tensor> inputs;
   inputs.reserve(read.size());
   for (const Tensor* t : read) {
-    if (t != written && at::get_overlap_status(*t, *written) != at::MemOverlapStatus::No) return nullptr;
+    const at::MemOverlapStatus overlap = at::get_overlap_status(*t, *written);  // Full: it is the written one
+    if (overlap != at::MemOverlapStatus::No && overlap != at::MemOverlapStatus::Full) return nullptr;
     inputs.push_back(as_input(*t, kernel->words));
   }
   std::optional<Tensor> result = run_package(*kernel, check, std::move(inputs));
