@@ -130,15 +130,19 @@ std::optional<Tensor> run_kernel(const GeneratedKernel& kernel, const GeneratedC
   return run_package(kernel, check, std::move(inputs));
 }
 
+// The kernel installed for `dtype`, or null.
+inline const GeneratedKernel* installed(const GeneratedSlots& slots, ScalarType dtype) {
+  const size_t index = static_cast<size_t>(dtype);
+  return index < kScalarTypes ? slots.kernels[index].load(std::memory_order_acquire) : nullptr;
+}
+
 // The call's result from the installed kernel, or nothing when none is installed or the call does not fit.
 template <class... Args>
 std::optional<Tensor> run_generated(const GeneratedSlots& slots, const Args&... args) {
   GeneratedCheck check;
   (check.see(args), ...);
   if (!check.ok || check.first == nullptr) return std::nullopt;
-  const size_t index = static_cast<size_t>(check.dtype);
-  if (index >= kScalarTypes) return std::nullopt;
-  const GeneratedKernel* kernel = slots.kernels[index].load(std::memory_order_acquire);
+  const GeneratedKernel* kernel = installed(slots, check.dtype);
   if (kernel == nullptr) return std::nullopt;
   return run_kernel(*kernel, check, args...);
 }
@@ -162,7 +166,7 @@ std::optional<Tensor> run_overriding(const GeneratedSlots& slots, const DtypeSet
   if (!check.ok || check.first == nullptr) return std::nullopt;
   const size_t index = static_cast<size_t>(check.dtype);
   if (index >= kScalarTypes || !overridden[index] || check.first->numel() < min_numel) return std::nullopt;
-  const GeneratedKernel* kernel = slots.kernels[index].load(std::memory_order_acquire);
+  const GeneratedKernel* kernel = installed(slots, check.dtype);
   if (kernel == nullptr) {
     ask_once(slots, check.dtype);
     return std::nullopt;
@@ -192,9 +196,7 @@ Tensor* run_generated_into(const GeneratedSlots& slots, Args... args) {
   };
   (see(args), ...);
   if (!check.ok || check.first == nullptr || written == nullptr) return nullptr;
-  const size_t index = static_cast<size_t>(check.dtype);
-  if (index >= kScalarTypes) return nullptr;
-  const GeneratedKernel* kernel = slots.kernels[index].load(std::memory_order_acquire);
+  const GeneratedKernel* kernel = installed(slots, check.dtype);
   if (kernel == nullptr || !written->is_contiguous() || written->is_conj() || written->is_neg() ||
       !written->sizes().equals(check.first->sizes())) {
     return nullptr;
@@ -229,7 +231,7 @@ Tensor* run_overriding_into(const GeneratedSlots& slots, const DtypeSet& overrid
   const ScalarType dtype = first->scalar_type();
   const size_t index = static_cast<size_t>(dtype);
   if (index >= kScalarTypes || !overridden[index] || first->numel() < min_numel) return nullptr;
-  if (slots.kernels[index].load(std::memory_order_acquire) == nullptr) {
+  if (installed(slots, dtype) == nullptr) {
     ask_once(slots, dtype);
     return nullptr;
   }
