@@ -42,6 +42,7 @@ CALLS = {  # name -> f(x, w): x, w flat tensors of one dtype
     "x * w row bcast": lambda x, w: _rows(x) * _rows(w)[0],
     "x.var()": lambda x, w: x.var(),
     "x.mean(-1) rows": lambda x, w: _rows(x).mean(-1),
+    "x.sum(0) columns": lambda x, w: _rows(x).sum(0),
     "x.prod()": lambda x, w: x.prod(),
     "x.cumprod(0)": lambda x, w: x.cumprod(0),
     "where(x.real>0)": lambda x, w: torch.where(x.real > 0, x, w),

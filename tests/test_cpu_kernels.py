@@ -96,16 +96,28 @@ def _package_result(path, tensors, dtype):
 
 
 @pytest.mark.parametrize("overload,dtype,name", CASES, ids=IDS)
-def test_contiguous_calls_take_the_package_others_the_upcast(installed, overload, dtype, name):
+def test_dense_calls_take_the_package_others_the_upcast(installed, overload, dtype, name):
     count = 2 if "Tensor" in overload else 1
     threshold = table.min_numel(overload, dtypes.NAMES[dtype])
     assert cpu_kernels._min_numel[(overload, dtype)] == threshold
-    tensors = _inputs(dtype, (37, -(-threshold // 37)), count)
+    columns = -(-threshold // 37)
+    tensors = _inputs(dtype, (37, columns), count)
     ours = _call(name, tensors)
+    packaged = _package_result(installed[(overload, dtype)], tensors, dtype)
     assert ours.dtype == _upcast(name, tensors, dtype).dtype and ours.shape == tensors[0].shape
-    assert torch.equal(_bits(ours), _bits(_package_result(installed[(overload, dtype)], tensors, dtype)))
-    transposed = [t.T for t in tensors]  # not contiguous: the upcast path, bit for bit
-    assert torch.equal(_bits(_call(name, transposed)), _bits(_upcast(name, transposed, dtype)))
+    assert torch.equal(_bits(ours), _bits(packaged))
+    # transposed, so dense: the package over the same memory, the result strided as its inputs (as complex64's
+    # TensorIterator kernels give it; ATen's angle of complex64 returns a contiguous one)
+    transposed = _call(name, [t.T for t in tensors])
+    assert transposed.stride() == (1, columns)
+    if transposed.is_complex():
+        assert transposed.stride() == _call(name, [t.T.to(torch.complex64) for t in tensors]).stride()
+    assert torch.equal(_bits(transposed), _bits(packaged.T))
+    if count == 2:  # operands of different strides: the upcast
+        mixed = [tensors[0], tensors[1].T.contiguous().T]
+        assert torch.equal(_bits(_call(name, mixed)), _bits(_upcast(name, mixed, dtype)))
+    sliced = [t[:, ::2] for t in _inputs(dtype, (37, 2 * columns), count)]  # not dense: the upcast, bit for bit
+    assert torch.equal(_bits(_call(name, sliced)), _bits(_upcast(name, sliced, dtype)))
     below = [t.reshape(-1)[: threshold - 1] for t in tensors]  # too small to gain: the upcast
     assert torch.equal(_bits(_call(name, below)), _bits(_upcast(name, below, dtype)))
 
@@ -147,26 +159,28 @@ def test_in_place_and_out_forms_run_their_functional_package(installed):
     x.clone().sin_(), torch.sin(x, out=torch.empty_like(x))  # a first call of an op takes the router
     try:
         for overload in ("aten::sin_", "aten::sin.out"):
-            native_guard.install_generated(overload, "CPU", dtype, package, 2, words=False)
+            native_guard.install_generated(overload, "CPU", dtype, package, ("model",), 2, words=False)
         y = x.clone()
         version = y._version
         assert y.sin_() is y and y._version > version and torch.equal(_bits(y), _bits(expected))
         out = torch.empty_like(x)
         assert torch.sin(x, out=out) is out and torch.equal(_bits(out), _bits(expected))
-        # an out= of another shape is resized, a transposed one written through its strides: the upcast
-        resized, strided = torch.empty(3, dtype=dtype), torch.empty_like(x).T
+        transposed = torch.empty_like(x).T  # dense: written through its strides
+        assert torch.sin(x.T, out=transposed) is transposed and torch.equal(_bits(transposed), _bits(expected.T))
+        # an out= of another shape is resized, one with gaps written through its strides: the upcast
+        resized, gapped = torch.empty(3, dtype=dtype), torch.empty(64, 128, dtype=dtype)[:, ::2]
         with pytest.warns(UserWarning, match="resized"):
             torch.sin(x, out=resized)
-        torch.sin(x.T, out=strided)
+        torch.sin(x, out=gapped)
         sine = _upcast("sin", [x], dtype)
         assert resized.shape == x.shape and torch.equal(_bits(resized), _bits(sine))
-        assert torch.equal(_bits(strided), _bits(sine.T))
+        assert torch.equal(_bits(gapped), _bits(sine))
         flat = x.clone().reshape(-1)  # written over what it reads, one element apart: the upcast too
         torch.sin(flat[1:], out=flat[:-1])
         assert torch.equal(_bits(flat[:-1]), _bits(_upcast("sin", [x.reshape(-1)[1:]], dtype)))
     finally:
         for overload in ("aten::sin_", "aten::sin.out"):
-            native_guard.install_generated(overload, "CPU", dtype, "", 0, words=False)
+            native_guard.install_generated(overload, "CPU", dtype, "", (), 0, words=False)
     with pytest.raises(RuntimeError, match="not supported for complex"):  # abs_'s result is real
         x.clone().abs_()
 
@@ -305,9 +319,9 @@ def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtyp
     assert torch.equal(_bits(ours), _bits(_package_result(path, large, dtype)))
     torch.testing.assert_close(ours.to(torch.complex64), _upcast(name, large, dtype).to(torch.complex64),
                                rtol=2 ** -9, atol=2 ** -6)
-    # below the measured threshold, and not contiguous: PyTorch's own kernel, bit for bit
+    # below the measured threshold, and not dense: PyTorch's own kernel, bit for bit
     small = _inputs(dtype, (table.min_numel(overload, dtypes.NAMES[dtype]) - 1,), count)
-    strided = [t.reshape(64, 128).T for t in large]
+    strided = [t.reshape(64, 128)[:, ::2] for t in large]
     for tensors in (small, strided):
         cpu_kernels.uninstall(overload, dtype)
         try:
@@ -328,7 +342,7 @@ def test_overridden_calls_run_the_installed_package(installed, overriding, overl
     other = "div" if name == "add" else "exp"
     tensors = _inputs(dtype, (8192,), 2 if name == "add" else 1)
     other_package = installed[("aten::exp" if other == "exp" else "aten::div.Tensor", dtype)]
-    native_guard.install_generated(overload, "CPU", dtype, other_package, 2, words=False)
+    native_guard.install_generated(overload, "CPU", dtype, other_package, ("model",), 2, words=False)
     try:
         assert torch.equal(_bits(_call(name, tensors)), _bits(_call(other, tensors)))
     finally:
@@ -341,14 +355,14 @@ def test_overridden_calls_run_the_installed_package(installed, overriding, overl
 def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(installed, overriding):
     """complex32 add_ and add.out, which PyTorch serves: from the measured size on, add's package (first call
     asks for it through the hook, eager mode installs it; that the slot's package serves is seen by installing
-    div's there); below it and strided, PyTorch's kernel."""
+    div's there); below it and not dense, PyTorch's kernel."""
     from jitdtypes import native_guard
 
     dtype = torch.complex32
     x, w = _inputs(dtype, (8192,), 2)
     expected = _package_result(cpu_kernels._installed[("aten::add.Tensor", dtype)], [x, w], dtype)
     for form in ("aten::add_.Tensor", "aten::add.out"):  # an earlier test of this process may have asked
-        native_guard.install_generated(form, "CPU", dtype, "", 0, words=False)  # (resets the guard's flag)
+        native_guard.install_generated(form, "CPU", dtype, "", (), 0, words=False)  # (resets the guard's flag)
         cpu_kernels._requested.discard((form, dtype))
     with _eager_kernels():
         for _ in range(2):  # the first large call asks for the package
@@ -356,8 +370,8 @@ def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(install
             y.add_(w), torch.add(x, w, out=out)
     assert cpu_kernels.status()[("aten::add_.Tensor", "complex32")] == "installed"
     assert torch.equal(_bits(y), _bits(expected)) and torch.equal(_bits(out), _bits(expected))
-    native_guard.install_generated("aten::add_.Tensor", "CPU", dtype, installed[("aten::div.Tensor", dtype)], 2,
-                                   words=False)
+    native_guard.install_generated("aten::add_.Tensor", "CPU", dtype, installed[("aten::div.Tensor", dtype)],
+                                   ("model",), 2, words=False)
     try:
         y = x.clone()
         y.add_(w)
@@ -365,17 +379,21 @@ def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(install
     finally:
         cpu_kernels.uninstall("aten::add_.Tensor", dtype)
         cpu_kernels.ensure("aten::add_.Tensor", dtype)
-    small = [t[: table.min_numel("aten::add_.Tensor", "complex32") - 1].clone() for t in (x, w)]
-    strided = [t.reshape(64, 128).T for t in (x, w)]
-    for a, b in (small, strided):
-        pytorchs = a.clone()
+    def small(t):
+        return t[: table.min_numel("aten::add_.Tensor", "complex32") - 1].clone()
+
+    def gapped(t):  # not dense
+        return t.reshape(64, 128).clone()[:, ::2]
+
+    for layout in (small, gapped):
+        pytorchs = layout(x)
         cpu_kernels.uninstall("aten::add_.Tensor", dtype)
         try:
-            pytorchs.add_(b)
+            pytorchs.add_(layout(w))
         finally:
             cpu_kernels.ensure("aten::add_.Tensor", dtype)
-        ours = a.clone()
-        ours.add_(b)
+        ours = layout(x)
+        ours.add_(layout(w))
         assert torch.equal(_bits(ours), _bits(pytorchs))
 
 
@@ -453,3 +471,96 @@ def test_ops_rows_show_the_generated_path(installed, overriding):
     assert rows[("aten::sum", "complex32")]["path"] == "generated"  # PyTorch's own kernel, taken over
     assert rows[("aten::sum", "complex32")]["support"] == "native"
     assert rows[("aten::tanh", "complex32")]["path"] == "upcast"  # eligible, never built here (kernels off)
+
+
+# Reductions over dims: one model per layout of the reduced dims (table.DIM_MODELS), chosen in C++
+DIM_CASES = [("aten::sum.dim_IntList", torch.complex32, "sum"),
+             ("aten::mean.dim", _BCOMPLEX32 or torch.complex32, "mean")]
+DIM_IDS = [f"{name}-{dtypes.NAMES[d]}" for _, d, name in DIM_CASES]
+# (input shape, dims, the model that serves it, the shape the model sees)
+DIM_LAYOUTS = [((64, 96), (-1,), "rows", (64, 96)), ((64, 96), (0,), "columns", (64, 96)),
+               ((8, 64, 12), (1,), "middle", (8, 64, 12)), ((8, 64, 12), (1, 0), "columns", (512, 12)),
+               ((8, 64, 12), None, "whole", (6144,)), ((64, 96), (), "whole", (6144,)),
+               ((8, 1, 64, 12), (2, 3), "rows", (8, 768)), ((8, 1, 64, 12), (1, 2), "middle", (8, 64, 12)),
+               ((8, 1, 64, 12), (-3, 0), "columns", (8, 768))]
+
+
+@pytest.fixture(scope="module")
+def reducing():
+    with _eager_kernels():
+        for overload, dtype, name in DIM_CASES:
+            assert (overload, dtype) in cpu_kernels.eligible, f"{overload} is not upcast in C++ for {dtype}"
+            cpu_kernels.first_need(overload, dtype)
+            getattr(torch, name)(_inputs(dtype, (4, 4), 1)[0], 0)  # the guard's first call routes
+    status = cpu_kernels.status()
+    for overload, dtype, _ in DIM_CASES:
+        assert status[(overload, dtypes.NAMES[dtype])] == "installed", status
+    yield dict(cpu_kernels._installed)
+    for overload, dtype, _ in DIM_CASES:
+        cpu_kernels.uninstall(overload, dtype)
+
+
+def _model_result(path, model, tensor, dtype):
+    loader = torch._C._aoti.AOTIModelPackageLoader(path, model, False, 1, -1)
+    out = loader.run([tensor if dtype == torch.complex32 else tensor.view(torch.int32)])[0]
+    return out.view(dtype) if out.dtype == torch.int32 else out
+
+
+def _reduced(name, x, dims, keepdim=False, **kwargs):
+    return getattr(torch, name)(x, dims, keepdim, **kwargs)
+
+
+@pytest.mark.parametrize("overload,dtype,name", DIM_CASES, ids=DIM_IDS)
+def test_dim_reductions_take_the_model_of_their_layout(reducing, overload, dtype, name):
+    path = reducing[(overload, dtype)]
+    for shape, dims, model, seen in DIM_LAYOUTS:
+        (x,) = _inputs(dtype, shape, 1)
+        for keepdim in (False, True):
+            got = _reduced(name, x, dims, keepdim)
+            wide = _reduced(name, x.to(torch.complex64), dims, keepdim)
+            assert got.dtype == dtype and got.shape == wide.shape, (shape, dims, keepdim)
+            packaged = _model_result(path, model, x.reshape(seen), dtype)
+            assert torch.equal(_bits(got), _bits(packaged.reshape(wide.shape))), (shape, dims, model)
+            torch.testing.assert_close(got.to(torch.complex64), wide, rtol=2 ** -7, atol=2 ** -7)
+
+
+@pytest.mark.parametrize("overload,dtype,name", DIM_CASES, ids=DIM_IDS)
+def test_dim_reductions_that_do_not_fit_take_the_upcast(reducing, overload, dtype, name):
+    (x,) = _inputs(dtype, (8, 64, 12), 1)
+    for call in (lambda t: _reduced(name, t, (0, 2)),  # reduced dims apart
+                 lambda t: _reduced(name, t.transpose(0, 1), (0,)),  # not contiguous
+                 lambda t: _reduced(name, t[:4, :4].contiguous(), (0,))):  # below min_numel
+        assert torch.equal(_bits(call(x)), _bits(call(x.to(torch.complex64)).to(dtype)))
+    as_complex64 = _reduced(name, x, (0,), dtype=torch.complex64)  # dtype=
+    assert as_complex64.dtype == torch.complex64
+    assert torch.equal(as_complex64, _reduced(name, x.to(torch.complex64), (0,)))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        _reduced(name, x, (3,))
+
+
+@pytest.mark.parametrize("overload,dtype,name", DIM_CASES, ids=DIM_IDS)
+def test_dim_reduction_opinfo_samples_agree_with_complex64(reducing, overload, dtype, name):
+    """Every OpInfo sample through the guard, with the package installed from 2 elements on (so that the
+    samples' small tensors reach it): values, dtype and shape against complex64 on the same rounded input."""
+    from jitdtypes import native_guard
+
+    (info,) = [op for op in op_db() if op.name == name and op.variant_test_name == ""]
+    native_guard.install_generated(overload, "CPU", dtype, reducing[(overload, dtype)], table.models(overload), 2,
+                                   words=dtype != torch.complex32)
+    checked = 0
+    try:
+        for sample in info.sample_inputs("cpu", torch.complex64):
+            narrow = sample.input.to(dtype)
+            got = info.op(narrow, *sample.args, **sample.kwargs)
+            expected = info.op(narrow.to(torch.complex64), *sample.args, **sample.kwargs)
+            assert got.shape == expected.shape, sample
+            if "dtype" not in sample.kwargs:
+                assert got.dtype == dtype, sample
+            torch.testing.assert_close(got.to(torch.complex64), expected.to(torch.complex64), rtol=2 ** -7,
+                                       atol=2 ** -7 * max(1.0, float(expected.abs().max())) if got.numel() else 0,
+                                       equal_nan=True)
+            checked += 1
+    finally:
+        cpu_kernels.uninstall(overload, dtype)
+        cpu_kernels.ensure(overload, dtype)
+    assert checked >= 10, checked

@@ -4,8 +4,8 @@ On CPU a call PyTorch lacks runs the upcast path: widen to complex64, run ATen's
 ATen's complex kernels are mostly scalar code, so that costs more than complex64 itself. The compile path
 (jitdtypes/compile_path) already writes every elementwise op and reduction as float32 arithmetic on the 16-bit
 storage read as words, which Inductor's C++ backend vectorizes. Here one op at a time is exported over
-flattened contiguous inputs with a symbolic length and compiled by AOTInductor into a package (.pt2), so one
-kernel serves every size and shape; a package loads without Dynamo or Inductor (2.6 ms) and runs from C++.
+flattened inputs with a symbolic length (a reduction over dims: one model per layout, every size symbolic) and
+compiled by AOTInductor into a package (.pt2), so one kernel serves every size and shape; a package loads without Dynamo or Inductor (2.6 ms) and runs from C++.
 Measured for `exp` on 1-D complex32, idle 2-core machine, fastest of 20 calls (the package against the
 upcast path, then complex64):
 
@@ -18,7 +18,8 @@ Tiers, so that nobody waits: the first call of an (op, dtype) goes to the Python
 asks for the kernel (`first_need`). A package in the cache is installed at once; otherwise one is built in a
 child process (the calling process imports neither Dynamo nor Inductor) on a background thread, and the C++
 upcast serves every call until it is installed. Installed, a typed guard runs it for the calls it fits
-(native_guard/generated.h: contiguous, one dtype and shape, alpha 1, at least table.min_numel elements;
+(native_guard/generated.h: dense inputs of one dtype, shape and strides, alpha 1, at least table.min_numel
+elements; reductions over adjacent dims of a contiguous tensor by the model of their layout, table.DIM_MODELS;
 in-place and out= forms through their functional op's package, table.WRITING). The
 first call of each (op, dtype) in a process always takes the router (its path is logged there).
 
@@ -42,7 +43,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__, dtypes, source_digest
-from .table import GENERATED, OVERRIDDEN, WRITING, functional, min_numel
+from .table import GENERATED, OVERRIDDEN, WRITING, functional, min_numel, models
 
 log = logging.getLogger("jitdtypes")
 
@@ -158,7 +159,7 @@ def uninstall(overload: str, dtype: torch.dtype) -> None:
 
     dispatch_key = eligible.get((overload, dtype))
     if dispatch_key is not None and (overload, dtype) in _installed:
-        native_guard.install_generated(overload, dispatch_key, dtype, "", 0, words=False)
+        native_guard.install_generated(overload, dispatch_key, dtype, "", (), 0, words=False)
     with _lock:
         _installed.pop((overload, dtype), None)
         _requested.discard((overload, dtype))
@@ -257,8 +258,8 @@ def _install(overload: str, dtype: torch.dtype, path: str) -> None:
     dispatch_key = eligible.get((overload, dtype))
     if dispatch_key is None:
         return  # disabled meanwhile
-    native_guard.install_generated(overload, dispatch_key, dtype, path, _min_numel[(overload, dtype)],
-                                   words=dtype not in _SHIM_DTYPES)
+    native_guard.install_generated(overload, dispatch_key, dtype, path, models(overload),
+                                   _min_numel[(overload, dtype)], words=dtype not in _SHIM_DTYPES)
     _installed[(overload, dtype)] = path
     log.debug("jitdtypes: generated CPU kernel for %s on %s installed", overload, dtypes.NAMES[dtype])
 

@@ -1,7 +1,8 @@
 """Build one generated CPU kernel: `python -m jitdtypes.cpu_kernels.build OVERLOAD DTYPE PACKAGE`.
 
 Run in a child process (jitdtypes/cpu_kernels): it imports Dynamo and Inductor, which the calling process
-must not pay for. The op is exported over 1-D inputs of a symbolic length (so the package serves every size)
+must not pay for. The op is exported over 1-D inputs of a symbolic length (so the package serves every size;
+a dim reduction over one model per layout of its reduced dims, table.DIM_MODELS, every size symbolic)
 with jitdtypes enabled, so AOTInductor lowers it through the compile path's decompositions. bcomplex32 tensors
 cross the package boundary as int32 words (AOTInductor's C shim has no bcomplex32).
 """
@@ -29,14 +30,14 @@ EXAMPLE_LENGTH, SERIAL_EXAMPLE_LENGTH = 1 << 16, 64
 
 
 class Kernel(torch.nn.Module):
-    def __init__(self, op, dtype: torch.dtype, words: bool) -> None:
+    def __init__(self, op, dtype: torch.dtype, words: bool, dims: tuple[int, ...] | None = None) -> None:
         super().__init__()
-        self.op, self.dtype, self.words = op, dtype, words
+        self.op, self.dtype, self.words, self.dims = op, dtype, words, dims
 
     def forward(self, *tensors):
         if self.words:
             tensors = [t.view(self.dtype) for t in tensors]
-        result = self.op(*tensors)
+        result = self.op(*tensors) if self.dims is None else self.op(*tensors, list(self.dims))
         return result.view(torch.int32) if self.words and result.dtype == self.dtype else result
 
 
@@ -49,30 +50,55 @@ class LanesKernel(Kernel):
         return self.op(*lanes).to(part).view(torch.int32 if self.words else self.dtype)
 
 
+# A dim reduction's models (table.DIM_MODELS): the example's shape and the dims reduced, every size symbolic.
+_DIM_MODEL_LAYOUTS = {"whole": ((EXAMPLE_LENGTH,), (0,)), "rows": ((256, 256), (1,)),
+                      "columns": ((256, 256), (0,)), "middle": ((16, 64, 64), (1,))}
+
+
+def _programs(overload: str, dtype: torch.dtype, words: bool) -> dict:
+    """The exported programs of the package, by model name."""
+    op, dtype_name = schema.overload(overload).op, dtypes.NAMES[dtype]
+    kind = table.GENERATED[overload]
+    if kind == table.DIM_REDUCTION:
+        layouts = {name: _DIM_MODEL_LAYOUTS[name] for name in table.DIM_MODELS}
+        if table.serial(overload, dtype_name):
+            layouts["whole"] = ((SERIAL_EXAMPLE_LENGTH,), (0,))
+    else:
+        length = SERIAL_EXAMPLE_LENGTH if kind == table.REDUCTION and table.serial(overload, dtype_name) else EXAMPLE_LENGTH
+        layouts = {"model": ((length,), None)}
+    arity = 2 if kind == table.BINARY else 1
+    kernel_class = LanesKernel if table.reads(overload, dtype_name) == table.LANES else Kernel
+    if kind == table.DIM_REDUCTION:
+        # the compile path's decomposition itself: exporting mean.dim of bcomplex32 runs fake tensors through
+        # torch._refs.mean, whose complex(count) specializes every symbolic size (export refuses it)
+        op = decompositions.TABLE[op]
+    torch.manual_seed(0)
+    programs = {}
+    for name, (shape, dims) in layouts.items():
+        examples = [torch.randn(shape, dtype=torch.complex64).to(dtype) for _ in range(arity)]
+        if words:
+            examples = [t.view(torch.int32) for t in examples]
+        sizes = {axis: torch.export.Dim(f"{name}{axis}", min=2) for axis in range(len(shape))}
+        programs[name] = torch.export.export(kernel_class(op, dtype, words, dims), tuple(examples),
+                                             dynamic_shapes=(tuple(sizes for _ in examples),))  # forward(*tensors)
+    return programs
+
+
 def build(overload: str, dtype: torch.dtype, package: str) -> None:
     assert jitdtypes.is_enabled(), "the compile path is what compiles the kernel"
     import torch._inductor
+    from torch._inductor.package import package_aoti
 
     words = dtype not in _SHIM_DTYPES
-    op = schema.overload(overload).op
-    arity = 2 if table.GENERATED[overload] == table.BINARY else 1
-    torch.manual_seed(0)
-    serial = (overload, dtypes.NAMES[dtype]) in table.SERIAL
-    examples = [torch.randn(SERIAL_EXAMPLE_LENGTH if serial else EXAMPLE_LENGTH, dtype=torch.complex64).to(dtype)
-                for _ in range(arity)]
-    if words:
-        examples = [t.view(torch.int32) for t in examples]
-    length = torch.export.Dim("n", min=2)
-    reads = table.reads(overload, dtypes.NAMES[dtype])
-    kernel = (LanesKernel if reads == table.LANES else Kernel)(op, dtype, words)
     with contextlib.ExitStack() as stack:
         stack.enter_context(decompositions.parts_reduced_apart())  # the reduction reads its input
-        if reads == table.HALVES:
+        if table.reads(overload, dtypes.NAMES[dtype]) == table.HALVES:
             stack.enter_context(bits.read_as_halves())
-        program = torch.export.export(kernel, tuple(examples),
-                                      dynamic_shapes=(tuple({0: length} for _ in examples),))  # forward(*tensors)
-        torch._inductor.aoti_compile_and_package(program, package_path=package)
-
+        # one AOTInductor build per model, packaged together (what aoti_compile_and_package does for one)
+        files = {name: torch._inductor.aot_compile(program.module(check_guards=False), program.example_inputs[0],
+                                                   options={"aot_inductor.package": True})
+                 for name, program in _programs(overload, dtype, words).items()}
+        package_aoti(package, files)
 
 def main() -> None:
     overload, dtype_name, package = sys.argv[1:4]

@@ -11,7 +11,7 @@ CPU's threads; below `min_numel` elements a call keeps what serves it otherwise.
 
 from __future__ import annotations
 
-UNARY, BINARY, REDUCTION = "unary", "binary", "reduction"
+UNARY, BINARY, REDUCTION, DIM_REDUCTION = "unary", "binary", "reduction", "dim reduction"
 
 GENERATED = {
     **{f"aten::{name}": UNARY for name in (
@@ -21,7 +21,19 @@ GENERATED = {
     **{f"aten::{name}.Tensor": BINARY for name in ("add", "sub", "mul", "div")},
     "aten::sum": REDUCTION,
     "aten::mean": REDUCTION,
+    "aten::sum.dim_IntList": DIM_REDUCTION,
+    "aten::mean.dim": DIM_REDUCTION,  # mean() too: ATen's composite mean calls it over every dim
 }
+
+# The models of a dim reduction's package, one per layout of the reduced dims in a contiguous tensor seen as
+# (outer, reduced, inner) elements (native_guard/generated.h picks one; its GeneratedModel has this order): all of
+# it, the last dims (rows), the first ones (columns), the middle ones. Each is a reduction of its own for
+# Inductor: the rows reduce along contiguous memory, the columns vectorize across it. Other packages hold one.
+DIM_MODELS = ("whole", "rows", "columns", "middle")
+
+
+def models(overload: str) -> tuple[str, ...]:
+    return DIM_MODELS if GENERATED[functional(overload)] == DIM_REDUCTION else ("model",)
 
 
 def _writing_forms() -> dict[str, str]:
@@ -55,10 +67,14 @@ _LANES = frozenset({"aten::add.Tensor", "aten::sub.Tensor", "aten::neg"})
 _HALVES = frozenset({("aten::abs", "complex32")})
 
 
-# Kernels compiled for one thread (build.py): where Inductor's split of a full reduction over the threads
-# measured slower (bcomplex32 sum, one thread against both, us: 61/136 at 1M elements, 256/524 at 4M;
-# complex32 sum gains from both: 202/136 and 775/718).
+# Full reductions compiled for one thread (build.py), by op name: where Inductor's split of a full reduction
+# over the threads measured slower (bcomplex32 sum, one thread against both, us: 61/136 at 1M elements, 256/524
+# at 4M; complex32 sum gains from both: 202/136 and 775/718).
 SERIAL = frozenset({("aten::sum", "bcomplex32")})
+
+
+def serial(overload: str, dtype_name: str) -> bool:
+    return (overload.split(".")[0], dtype_name) in SERIAL
 
 
 def reads(overload: str, dtype_name: str) -> str:
@@ -82,7 +98,7 @@ OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub
 # runs agree (complex32 div 7.2/17.8; bcomplex32 mul 3.5/7.2 and 7.1/5.6, sub 6.5/5.6, 8192: 7.6/10.7);
 # complex32 sum from 2048 (3.4/4.0, 16384: 6.5/12.1); PyTorch's bcomplex32 sum is as fast up to 262144
 # elements (32.3/33.8); complex32 add 1024 (3.2/3.9, 512: 3.6/2.6).
-_MIN_NUMEL_BY_KIND = {UNARY: 64, BINARY: 4096, REDUCTION: 4096}
+_MIN_NUMEL_BY_KIND = {UNARY: 64, BINARY: 4096, REDUCTION: 4096, DIM_REDUCTION: 4096}
 _MIN_NUMEL = {
     ("aten::sum", "complex32"): 2048,
     ("aten::sum", "bcomplex32"): 262144,

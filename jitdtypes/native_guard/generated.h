@@ -1,20 +1,27 @@
 // Kernels generated for one (operator, dtype) on CPU (jitdtypes/cpu_kernels): AOTInductor packages of the compile
-// path's formulas over flattened contiguous inputs, one package serving every size. Python builds a package in
-// the background and installs it here once it is ready; from then on a typed guard runs it for the calls it
-// fits, instead of the C++ upcast: every tensor of the call has that dtype, the same sizes, is contiguous, not
-// flagged conj/neg and not a wrapped number; Scalars are 1 (add's and sub's alpha); no dtype=; and the call has
-// at least `min_numel` elements (the package's symbolic length starts at 2). Anything else, and a package that
-// raises, takes the upcast as before.
+// path's formulas, one package serving every size. Python builds a package in the background and installs it
+// here once it is ready; from then on a typed guard runs it for the calls it fits, instead of the C++ upcast.
+// Anything else, and a package that raises, takes the upcast as before.
 //
-// The same kernels also take calls PyTorch serves itself, but slower (complex32 sum, abs, mul: ATen's
+// Elementwise ops and full reductions run over their inputs' memory as one flat run of elements: every tensor
+// of the call has that dtype, the same sizes and strides, is non-overlapping and dense (contiguous, or
+// transposed and permuted: the result gets the inputs' strides, as ATen gives it), not flagged conj/neg and not a
+// wrapped number; Scalars are 1 (add's and sub's alpha); no dtype=; and the call has at least `min_numel`
+// elements (the package's symbolic length starts at 2).
+//
+// Reductions over dims (sum.dim_IntList, mean.dim) of a contiguous tensor whose reduced dims are adjacent
+// (ignoring dims of size 1) see it as (outer, reduced, inner) elements: their package holds one model per
+// layout (kModelNames: all of it, rows, columns, the middle of three), each with symbolic sizes.
+//
+// The same kernels also take calls PyTorch serves itself, but slower (complex32 sum, abs, add, sub: ATen's
 // ComplexHalf kernels are scalar code): `overridden` dtypes of a registration. Those calls run PyTorch's kernel
 // until the package is installed and below its `min_numel`; the first that fits asks Python for the package
 // (the first-need hook), as a routed call does for the upcast's dtypes.
 //
 // In-place and out= forms (exp_, add_.Tensor, mul.out, ...) run their functional op's package and copy its
-// result into the written tensor, which must already have the result's dtype and shape, be contiguous and
-// share no memory with an input except by being it (x.mul_(x), torch.add(x, y, out=x)); resizing, strided
-// outputs and partial overlaps stay with the upcast.
+// result into the written tensor, which must already have the result's dtype and sizes, be non-overlapping and
+// dense, and share no memory with an input except by being it (x.mul_(x), torch.add(x, y, out=x)); resizing
+// and partial overlaps stay with the upcast.
 //
 // bcomplex32 crosses the package boundary as int32 words (AOTInductor's C shim has no bcomplex32): the package
 // takes and returns int32 tensors of the same bits.
@@ -23,8 +30,11 @@
 
 // Included by guard.cpp inside its anonymous namespace, after upcast.h.
 
+// A dim reduction's models, in this order (cpu_kernels/table.py's DIM_MODELS); other packages hold one, "model".
+enum GeneratedModel : size_t { kWhole, kRows, kColumns, kMiddle, kModels };
+
 struct GeneratedKernel {
-  std::unique_ptr<torch::inductor::AOTIModelPackageLoader> loader;
+  std::array<std::unique_ptr<torch::inductor::AOTIModelPackageLoader>, kModels> models;  // by GeneratedModel
   int64_t min_numel = 0;
   bool words = false;  // inputs and complex results pass as int32 words
 };
@@ -63,8 +73,18 @@ template <class A>
 constexpr bool generated_arg = std::is_same_v<A, const Tensor&> || std::is_same_v<A, const c10::Scalar&> ||
                                std::is_same_v<A, std::optional<ScalarType>>;
 
+// Over the inputs' memory as one flat run (elementwise ops, full reductions).
 template <class Return, class... Args>
-constexpr bool generatable = std::is_same_v<Return, Tensor> && (generated_arg<Args> && ...);
+constexpr bool generatable_flat = std::is_same_v<Return, Tensor> && (generated_arg<Args> && ...);
+
+// Reductions over dims: sum.dim_IntList, mean.dim.
+template <class Return, class... Args>
+constexpr bool generatable_by_dims =
+    std::is_same_v<Return, Tensor> && std::is_same_v<std::tuple<std::decay_t<Args>...>,
+                                                     std::tuple<Tensor, at::OptionalIntArrayRef, bool, std::optional<ScalarType>>>;
+
+template <class Return, class... Args>
+constexpr bool generatable = generatable_flat<Return, Args...> || generatable_by_dims<Return, Args...>;
 
 // In place: the written tensor comes first and is an input too; out=: it comes last and is not.
 template <class Return, class... Args>
@@ -80,11 +100,16 @@ struct GeneratedCheck {
 
   void see(const Tensor& t) {
     if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number() || t.is_conj() || t.is_neg() ||
-        !t.is_contiguous() || (first != nullptr && (t.scalar_type() != dtype || !t.sizes().equals(first->sizes())))) {
+        (first != nullptr && (t.scalar_type() != dtype || !t.sizes().equals(first->sizes()) ||
+                              !t.strides().equals(first->strides())))) {
       ok = false;
       return;
     }
     if (first == nullptr) {
+      if (!t.is_non_overlapping_and_dense()) {
+        ok = false;
+        return;
+      }
       first = &t;
       dtype = t.scalar_type();
     }
@@ -97,26 +122,37 @@ struct GeneratedCheck {
   }
 };
 
+// A non-overlapping and dense tensor's elements in memory order.
 inline Tensor as_input(const Tensor& t, bool words) {
-  const Tensor flat = t.reshape({t.numel()});
+  const Tensor flat = t.is_contiguous() ? t.view({t.numel()}) : t.as_strided({t.numel()}, {1});
   return words ? flat.view(ScalarType::Int) : flat;
 }
 
-// The package's result for these flat inputs, in the first input's shape; nothing when the call is too small
-// or the package raises (the upcast serves it, and raises whatever the call itself deserves).
-inline std::optional<Tensor> run_package(const GeneratedKernel& kernel, const GeneratedCheck& check,
-                                         std::vector<Tensor> inputs) {
-  if (check.first->numel() < kernel.min_numel) return std::nullopt;
+// One model's result for these inputs, or nothing when the package lacks it or raises (the upcast serves the
+// call, and raises whatever the call itself deserves).
+inline std::optional<Tensor> run_model(const GeneratedKernel& kernel, GeneratedModel model, std::vector<Tensor> inputs,
+                                       ScalarType dtype) {
+  if (!kernel.models[model]) return std::nullopt;
   std::vector<Tensor> outputs;
   try {
-    outputs = kernel.loader->run(inputs);
+    outputs = kernel.models[model]->run(inputs);
   } catch (const std::exception&) {
     return std::nullopt;
   }
   Tensor result = std::move(outputs.at(0));
-  if (kernel.words && result.scalar_type() == ScalarType::Int) result = result.view(check.dtype);
-  // elementwise: the flat result in the inputs' shape; a full reduction's 0-dim result as it is
-  return result.numel() == check.first->numel() ? result.view(check.first->sizes()) : result;
+  return kernel.words && result.scalar_type() == ScalarType::Int ? result.view(dtype) : result;
+}
+
+// The package's result for these flat inputs, in the first input's layout; nothing when the call is too small
+// or the package raises.
+inline std::optional<Tensor> run_package(const GeneratedKernel& kernel, const GeneratedCheck& check,
+                                         std::vector<Tensor> inputs) {
+  if (check.first->numel() < kernel.min_numel) return std::nullopt;
+  std::optional<Tensor> result = run_model(kernel, kWhole, std::move(inputs), check.dtype);
+  // elementwise: the flat result in the inputs' layout; a full reduction's 0-dim result as it is
+  if (!result || result->numel() != check.first->numel()) return result;
+  return check.first->is_contiguous() ? result->view(check.first->sizes())
+                                      : result->as_strided(check.first->sizes(), check.first->strides());
 }
 
 template <class... Args>
@@ -136,15 +172,68 @@ inline const GeneratedKernel* installed(const GeneratedSlots& slots, ScalarType 
   return index < kScalarTypes ? slots.kernels[index].load(std::memory_order_acquire) : nullptr;
 }
 
+// A reduction over dims of a contiguous tensor, by the model of its reduced dims' layout.
+inline std::optional<Tensor> run_by_dims(const GeneratedSlots& slots, const Tensor& self, at::OptionalIntArrayRef dim,
+                                         bool keepdim, const std::optional<ScalarType>& dtype) {
+  if (dtype.has_value() || !self.defined() || self.dim() == 0 || self.unsafeGetTensorImpl()->is_wrapped_number() ||
+      self.is_conj() || self.is_neg() || !self.is_contiguous()) {
+    return std::nullopt;
+  }
+  const GeneratedKernel* kernel = installed(slots, self.scalar_type());
+  if (kernel == nullptr || self.numel() < kernel->min_numel) return std::nullopt;
+  const int64_t rank = self.dim();
+  std::vector<bool> reduced(rank, !dim.has_value() || dim->empty());  // none or []: every dim
+  if (dim.has_value()) {
+    for (const int64_t d : *dim) {
+      if (d < -rank || d >= rank || reduced[d < 0 ? d + rank : d]) return std::nullopt;  // ATen's error, from the upcast
+      reduced[d < 0 ? d + rank : d] = true;
+    }
+  }
+  int64_t outer = 1, length = 1, inner = 1;  // elements before, in and after the reduced dims
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t size = self.size(d);
+    if (size == 1) continue;
+    if (reduced[d]) {
+      if (inner != 1) return std::nullopt;  // reduced dims apart
+      length *= size;
+    } else {
+      (length == 1 ? outer : inner) *= size;
+    }
+  }
+  if (length == 1) return std::nullopt;
+  const GeneratedModel model = outer == 1 ? (inner == 1 ? kWhole : kColumns) : (inner == 1 ? kRows : kMiddle);
+  std::vector<int64_t> shape;
+  if (outer != 1) shape.push_back(outer);
+  shape.push_back(length);
+  if (inner != 1) shape.push_back(inner);
+  const Tensor input = self.view(shape);
+  std::optional<Tensor> result =
+      run_model(*kernel, model, {kernel->words ? input.view(ScalarType::Int) : input}, self.scalar_type());
+  if (!result) return result;
+  std::vector<int64_t> sizes;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!reduced[d]) {
+      sizes.push_back(self.size(d));
+    } else if (keepdim) {
+      sizes.push_back(1);
+    }
+  }
+  return result->view(sizes);
+}
+
 // The call's result from the installed kernel, or nothing when none is installed or the call does not fit.
 template <class... Args>
 std::optional<Tensor> run_generated(const GeneratedSlots& slots, const Args&... args) {
-  GeneratedCheck check;
-  (check.see(args), ...);
-  if (!check.ok || check.first == nullptr) return std::nullopt;
-  const GeneratedKernel* kernel = installed(slots, check.dtype);
-  if (kernel == nullptr) return std::nullopt;
-  return run_kernel(*kernel, check, args...);
+  if constexpr (generatable_by_dims<Tensor, Args...>) {
+    return run_by_dims(slots, args...);
+  } else {
+    GeneratedCheck check;
+    (check.see(args), ...);
+    if (!check.ok || check.first == nullptr) return std::nullopt;
+    const GeneratedKernel* kernel = installed(slots, check.dtype);
+    if (kernel == nullptr) return std::nullopt;
+    return run_kernel(*kernel, check, args...);
+  }
 }
 
 // The first call of an overridden dtype that fits asks Python for its package, once.
@@ -197,7 +286,7 @@ Tensor* run_generated_into(const GeneratedSlots& slots, Args... args) {
   (see(args), ...);
   if (!check.ok || check.first == nullptr || written == nullptr) return nullptr;
   const GeneratedKernel* kernel = installed(slots, check.dtype);
-  if (kernel == nullptr || !written->is_contiguous() || written->is_conj() || written->is_neg() ||
+  if (kernel == nullptr || !written->is_non_overlapping_and_dense() || written->is_conj() || written->is_neg() ||
       !written->sizes().equals(check.first->sizes())) {
     return nullptr;
   }

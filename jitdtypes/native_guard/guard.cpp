@@ -229,7 +229,7 @@ struct Typed<Return(Args...)> {
         }
         return call(state->router, *state, keys, args...);
       }
-      if constexpr (generatable<Return, Args...>) {
+      if constexpr (generatable_flat<Return, Args...>) {
         if (state->overridden.any()) {
           if (std::optional<Tensor> result = run_overriding(*state->generated, state->overridden,
                                                                   state->overridden_min_numel, args...)) {
@@ -464,12 +464,12 @@ JITDTYPES_EXPORT void jitdtypes_guard_planes(void* words, void* re, void* im, in
   planes::move(words, re, im, n, split != 0);
 }
 
-// Installs the AOTInductor package at `path` for calls of `dtype` (a ScalarType name) to `name`.`overload` at
-// `key` with at least `min_numel` elements (generated.h); `words`: it takes and returns int32 words. An empty
-// `path` uninstalls.
+// Installs the AOTInductor package at `path` (its `models`, comma-separated, in generated.h's GeneratedModel order)
+// for calls of `dtype` (a ScalarType name) to `name`.`overload` at `key` with at least `min_numel` elements
+// (generated.h); `words`: it takes and returns int32 words. An empty `path` uninstalls.
 JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* overload, const char* key,
-                                               const char* dtype, const char* path, int64_t min_numel, int words,
-                                               char* error, size_t error_size) {
+                                               const char* dtype, const char* path, const char* models,
+                                               int64_t min_numel, int words, char* error, size_t error_size) {
   try {
     const DtypeSet one = parse_dtypes(dtype);
     if (path[0] == '\0') {  // uninstall: calls take the upcast again (the kernel itself stays, see generated.h)
@@ -483,7 +483,13 @@ JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* ove
       return 0;
     }
     auto kernel = std::make_unique<GeneratedKernel>();
-    kernel->loader = std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, "model", false, 1, -1);
+    std::string names = models;  // comma-separated, in GeneratedModel's order
+    for (size_t model = 0; model < kModels && !names.empty(); ++model) {
+      const size_t comma = names.find(',');
+      kernel->models[model] =
+          std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, names.substr(0, comma), false, 1, -1);
+      names = comma == std::string::npos ? "" : names.substr(comma + 1);
+    }
     kernel->min_numel = min_numel;
     kernel->words = words != 0;
     auto slots = generated_slots(name, overload, key);
