@@ -47,7 +47,8 @@ class LanesKernel(Kernel):
     def forward(self, *tensors):
         part = dtypes.part_dtype(self.dtype)
         lanes = [t.view(part).to(torch.float32) for t in tensors]
-        return self.op(*lanes).to(part).view(torch.int32 if self.words else self.dtype)
+        result = self.op(*lanes) if self.dims is None else self.op(*lanes, list(self.dims))
+        return result.to(part).view(torch.int32 if self.words else self.dtype)
 
 
 # A dim reduction's models (table.DIM_MODELS): the example's shape and the dims reduced, every size symbolic.
@@ -67,19 +68,22 @@ def _programs(overload: str, dtype: torch.dtype, words: bool) -> dict:
         length = SERIAL_EXAMPLE_LENGTH if kind == table.REDUCTION and table.serial(overload, dtype_name) else EXAMPLE_LENGTH
         layouts = {"model": ((length,), None)}
     arity = 2 if kind == table.BINARY else 1
-    kernel_class = LanesKernel if table.reads(overload, dtype_name) == table.LANES else Kernel
-    if kind == table.DIM_REDUCTION:
-        # the compile path's decomposition itself: exporting mean.dim of bcomplex32 runs fake tensors through
-        # torch._refs.mean, whose complex(count) specializes every symbolic size (export refuses it)
-        op = decompositions.TABLE[op]
     torch.manual_seed(0)
     programs = {}
     for name, (shape, dims) in layouts.items():
+        if table.reads(overload, dtype_name, name) == table.LANES:
+            kernel = LanesKernel(op, dtype, words, dims)
+        elif kind == table.DIM_REDUCTION:
+            # the compile path's decomposition itself: exporting mean.dim of bcomplex32 runs fake tensors
+            # through torch._refs.mean, whose complex(count) specializes every symbolic size (export refuses it)
+            kernel = Kernel(decompositions.TABLE[op], dtype, words, dims)
+        else:
+            kernel = Kernel(op, dtype, words, dims)
         examples = [torch.randn(shape, dtype=torch.complex64).to(dtype) for _ in range(arity)]
         if words:
             examples = [t.view(torch.int32) for t in examples]
         sizes = {axis: torch.export.Dim(f"{name}{axis}", min=2) for axis in range(len(shape))}
-        programs[name] = torch.export.export(kernel_class(op, dtype, words, dims), tuple(examples),
+        programs[name] = torch.export.export(kernel, tuple(examples),
                                              dynamic_shapes=(tuple(sizes for _ in examples),))  # forward(*tensors)
     return programs
 
