@@ -40,6 +40,8 @@ CALLS = {  # name -> f(x, w): x, w flat tensors of one dtype
     "x.log()": lambda x, w: x.log(),
     "x.sqrt()": lambda x, w: x.sqrt(),
     "x * w row bcast": lambda x, w: _rows(x) * _rows(w)[0],
+    "x / w row bcast": lambda x, w: _rows(x) / _rows(w)[0],
+    "x + w column bcast": lambda x, w: _rows(x) + _rows(w)[:, :1].contiguous(),
     "x.var()": lambda x, w: x.var(),
     "x.mean(-1) rows": lambda x, w: _rows(x).mean(-1),
     "x.sum(0) columns": lambda x, w: _rows(x).sum(0),

@@ -9,7 +9,6 @@ with a complex and one with a real result, a binary op without and one with alph
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import subprocess
@@ -24,41 +23,30 @@ from jitdtypes import cpu_kernels, dtypes
 from jitdtypes.cpu_kernels import table
 from jitdtypes.cache_tools.store import InsecureEntry
 
+from .cpu_kernel_support import BCOMPLEX32, bits, call, eager_kernels, inputs, package_result, upcast
 from .opinfo_samples import op_db
 from .special_values import special_values
 
 pytestmark = pytest.mark.skipif(
     not jitdtypes.is_enabled() or jitdtypes.guard() != "compiled", reason="needs the compiled guard")
 
-_BCOMPLEX32 = getattr(torch, "bcomplex32", None)  # torch >= 2.14
 CASES = [("aten::exp", torch.complex32, "exp"), ("aten::angle", torch.complex32, "angle"),
          ("aten::div.Tensor", torch.complex32, "div")]
-if _BCOMPLEX32 is not None:
-    CASES += [("aten::mul.Tensor", _BCOMPLEX32, "mul"), ("aten::add.Tensor", _BCOMPLEX32, "add"),
-              ("aten::exp", _BCOMPLEX32, "exp")]
+if BCOMPLEX32 is not None:
+    CASES += [("aten::mul.Tensor", BCOMPLEX32, "mul"), ("aten::add.Tensor", BCOMPLEX32, "add"),
+              ("aten::exp", BCOMPLEX32, "exp")]
 IDS = [f"{o.removeprefix('aten::')}-{dtypes.NAMES[d]}" for o, d, _ in CASES]
-
-
-@contextlib.contextmanager
-def _eager_kernels():
-    """JITDTYPES_CPU_KERNELS=eager for a module fixture (monkeypatch is per test), restored afterwards."""
-    previous = os.environ.get(cpu_kernels.ENV_VAR)
-    os.environ[cpu_kernels.ENV_VAR] = cpu_kernels.EAGER
-    try:
-        yield
-    finally:
-        os.environ.pop(cpu_kernels.ENV_VAR) if previous is None else os.environ.update({cpu_kernels.ENV_VAR: previous})
 
 
 @pytest.fixture(scope="module")
 def installed():
     """Every case's package built (or found) and installed, as a first call in eager mode does."""
-    with _eager_kernels():
+    with eager_kernels():
         for overload, dtype, name in CASES:
             assert (overload, dtype) in cpu_kernels.eligible, f"{overload} is not upcast in C++ for {dtype}"
             # as the router's first call asks (which an earlier test may have made with the kernels off)
             cpu_kernels.first_need(overload, dtype)
-            _call(name, _inputs(dtype, (4,), 2 if "Tensor" in overload else 1))  # the guard's first call routes
+            call(name, inputs(dtype, (4,), 2 if "Tensor" in overload else 1))  # the guard's first call routes
     status = cpu_kernels.status()
     for overload, dtype, _ in CASES:
         assert status[(overload, dtypes.NAMES[dtype])] == "installed", status
@@ -67,59 +55,31 @@ def installed():
         cpu_kernels.uninstall(overload, dtype)  # (test_demo's memory), out= and in-place forms included
 
 
-def _inputs(dtype, shape, count, seed=0):
-    torch.manual_seed(seed)
-    return [(torch.randn(shape, dtype=torch.complex64) + (2 if i else 0)).to(dtype) for i in range(count)]
-
-
-def _call(name, tensors):
-    return getattr(torch, name)(*tensors)
-
-
-def _upcast(name, tensors, dtype):
-    """The upcast path's result by its definition: complex64 on the rounded inputs, rounded once."""
-    wide = _call(name, [t.to(torch.complex64) for t in tensors])
-    return wide.to(dtype if wide.is_complex() else dtypes.part_dtype(dtype))
-
-
-def _bits(t):
-    return t.contiguous().view(torch.int32 if t.dtype.itemsize == 4 else torch.int16)
-
-
-def _package_result(path, tensors, dtype):
-    loader = torch._C._aoti.AOTIModelPackageLoader(path, "model", False, 1, -1)
-    words = dtype != torch.complex32
-    flat = [t.reshape(-1).view(torch.int32) if words else t.reshape(-1) for t in tensors]
-    out = loader.run(flat)[0]
-    out = out.view(dtype) if out.dtype == torch.int32 else out
-    return out.view(tensors[0].shape) if out.numel() == tensors[0].numel() else out  # a full reduction's 0-dim
-
-
 @pytest.mark.parametrize("overload,dtype,name", CASES, ids=IDS)
 def test_dense_calls_take_the_package_others_the_upcast(installed, overload, dtype, name):
     count = 2 if "Tensor" in overload else 1
     threshold = table.min_numel(overload, dtypes.NAMES[dtype])
     assert cpu_kernels._min_numel[(overload, dtype)] == threshold
     columns = -(-threshold // 37)
-    tensors = _inputs(dtype, (37, columns), count)
-    ours = _call(name, tensors)
-    packaged = _package_result(installed[(overload, dtype)], tensors, dtype)
-    assert ours.dtype == _upcast(name, tensors, dtype).dtype and ours.shape == tensors[0].shape
-    assert torch.equal(_bits(ours), _bits(packaged))
+    tensors = inputs(dtype, (37, columns), count)
+    ours = call(name, tensors)
+    packaged = package_result(installed[(overload, dtype)], tensors, dtype)
+    assert ours.dtype == upcast(name, tensors, dtype).dtype and ours.shape == tensors[0].shape
+    assert torch.equal(bits(ours), bits(packaged))
     # transposed, so dense: the package over the same memory, the result strided as its inputs (as complex64's
     # TensorIterator kernels give it; ATen's angle of complex64 returns a contiguous one)
-    transposed = _call(name, [t.T for t in tensors])
+    transposed = call(name, [t.T for t in tensors])
     assert transposed.stride() == (1, columns)
     if transposed.is_complex():
-        assert transposed.stride() == _call(name, [t.T.to(torch.complex64) for t in tensors]).stride()
-    assert torch.equal(_bits(transposed), _bits(packaged.T))
+        assert transposed.stride() == call(name, [t.T.to(torch.complex64) for t in tensors]).stride()
+    assert torch.equal(bits(transposed), bits(packaged.T))
     if count == 2:  # operands of different strides: the upcast
         mixed = [tensors[0], tensors[1].T.contiguous().T]
-        assert torch.equal(_bits(_call(name, mixed)), _bits(_upcast(name, mixed, dtype)))
-    sliced = [t[:, ::2] for t in _inputs(dtype, (37, 2 * columns), count)]  # not dense: the upcast, bit for bit
-    assert torch.equal(_bits(_call(name, sliced)), _bits(_upcast(name, sliced, dtype)))
+        assert torch.equal(bits(call(name, mixed)), bits(upcast(name, mixed, dtype)))
+    sliced = [t[:, ::2] for t in inputs(dtype, (37, 2 * columns), count)]  # not dense: the upcast, bit for bit
+    assert torch.equal(bits(call(name, sliced)), bits(upcast(name, sliced, dtype)))
     below = [t.reshape(-1)[: threshold - 1] for t in tensors]  # too small to gain: the upcast
-    assert torch.equal(_bits(_call(name, below)), _bits(_upcast(name, below, dtype)))
+    assert torch.equal(bits(call(name, below)), bits(upcast(name, below, dtype)))
 
 
 @pytest.mark.parametrize("overload,dtype,name", CASES, ids=IDS)
@@ -135,9 +95,9 @@ def test_opinfo_samples_agree_with_complex64(installed, overload, dtype, name):
         narrow = [t.to(dtype).contiguous() for t in tensors]
         if len({t.shape for t in narrow}) != 1 or narrow[0].numel() < 2:
             continue
-        expected = _upcast(name, narrow, dtype)
-        got = _package_result(installed[(overload, dtype)], narrow, dtype)
-        called = _call(name, narrow)
+        expected = upcast(name, narrow, dtype)
+        got = package_result(installed[(overload, dtype)], narrow, dtype)
+        called = call(name, narrow)
         assert got.dtype == called.dtype == expected.dtype and got.shape == called.shape == expected.shape
         torch.testing.assert_close(got.to(torch.complex64 if got.is_complex() else torch.float32),
                                    expected.to(torch.complex64 if got.is_complex() else torch.float32),
@@ -154,30 +114,30 @@ def test_in_place_and_out_forms_run_their_functional_package(installed):
     dtype, package = torch.complex32, installed[("aten::exp", torch.complex32)]
     for overload in ("aten::sin_", "aten::sin.out"):
         assert cpu_kernels.eligible.get((overload, dtype)) == "CPU", overload
-    (x,) = _inputs(dtype, (64, 64), 1)
-    expected = _package_result(package, [x], dtype)
+    (x,) = inputs(dtype, (64, 64), 1)
+    expected = package_result(package, [x], dtype)
     x.clone().sin_(), torch.sin(x, out=torch.empty_like(x))  # a first call of an op takes the router
     try:
         for overload in ("aten::sin_", "aten::sin.out"):
             native_guard.install_generated(overload, "CPU", dtype, package, ("model",), 2, words=False)
         y = x.clone()
         version = y._version
-        assert y.sin_() is y and y._version > version and torch.equal(_bits(y), _bits(expected))
+        assert y.sin_() is y and y._version > version and torch.equal(bits(y), bits(expected))
         out = torch.empty_like(x)
-        assert torch.sin(x, out=out) is out and torch.equal(_bits(out), _bits(expected))
+        assert torch.sin(x, out=out) is out and torch.equal(bits(out), bits(expected))
         transposed = torch.empty_like(x).T  # dense: written through its strides
-        assert torch.sin(x.T, out=transposed) is transposed and torch.equal(_bits(transposed), _bits(expected.T))
+        assert torch.sin(x.T, out=transposed) is transposed and torch.equal(bits(transposed), bits(expected.T))
         # an out= of another shape is resized, one with gaps written through its strides: the upcast
         resized, gapped = torch.empty(3, dtype=dtype), torch.empty(64, 128, dtype=dtype)[:, ::2]
         with pytest.warns(UserWarning, match="resized"):
             torch.sin(x, out=resized)
         torch.sin(x, out=gapped)
-        sine = _upcast("sin", [x], dtype)
-        assert resized.shape == x.shape and torch.equal(_bits(resized), _bits(sine))
-        assert torch.equal(_bits(gapped), _bits(sine))
+        sine = upcast("sin", [x], dtype)
+        assert resized.shape == x.shape and torch.equal(bits(resized), bits(sine))
+        assert torch.equal(bits(gapped), bits(sine))
         flat = x.clone().reshape(-1)  # written over what it reads, one element apart: the upcast too
         torch.sin(flat[1:], out=flat[:-1])
-        assert torch.equal(_bits(flat[:-1]), _bits(_upcast("sin", [x.reshape(-1)[1:]], dtype)))
+        assert torch.equal(bits(flat[:-1]), bits(upcast("sin", [x.reshape(-1)[1:]], dtype)))
     finally:
         for overload in ("aten::sin_", "aten::sin.out"):
             native_guard.install_generated(overload, "CPU", dtype, "", (), 0, words=False)
@@ -187,37 +147,37 @@ def test_in_place_and_out_forms_run_their_functional_package(installed):
 
 def test_out_forms_take_the_installed_kernels(installed):
     """The fixture's packages serve the out= and in-place forms of their ops (installed by their first call)."""
-    with _eager_kernels():
+    with eager_kernels():
         for overload, dtype, name in CASES:
             count = 2 if "Tensor" in overload else 1
             out_form, in_place = f"aten::{name}.out", f"aten::{name}_.Tensor" if count == 2 else f"aten::{name}_"
-            tensors = _inputs(dtype, (8192,), count)
+            tensors = inputs(dtype, (8192,), count)
             for form in (out_form, in_place):  # as the router's first call asks (an earlier test in this
                 cpu_kernels.first_need(form, dtype)  # process may have made it with the kernels off)
-            functional = _package_result(installed[(overload, dtype)], tensors, dtype)
+            functional = package_result(installed[(overload, dtype)], tensors, dtype)
             out = torch.empty_like(functional)
             for _ in range(2):  # the first call of an op routes
                 getattr(torch, name)(*tensors, out=out)
-            assert torch.equal(_bits(out), _bits(functional)), name
+            assert torch.equal(bits(out), bits(functional)), name
             status = cpu_kernels.status()
             assert status.get((out_form, dtypes.NAMES[dtype])) == "installed", (out_form, status)
             if count == 2:  # written over an input it is: x.div_(x), torch.div(x, y, out=x)
                 x, y = tensors
-                on_itself = _package_result(installed[(overload, dtype)], [x, x], dtype)
+                on_itself = package_result(installed[(overload, dtype)], [x, x], dtype)
                 for _ in range(2):  # the first call of div_ routes
                     same = x.clone()
                     getattr(same, f"{name}_")(same)
-                assert torch.equal(_bits(same), _bits(on_itself)), name
+                assert torch.equal(bits(same), bits(on_itself)), name
                 into_input = x.clone()
                 getattr(torch, name)(into_input, y, out=into_input)
-                assert torch.equal(_bits(into_input), _bits(functional)), name
+                assert torch.equal(bits(into_input), bits(functional)), name
 
 
 def test_uninstalled_kernels_leave_calls_to_the_upcast(installed):
-    tensors = _inputs(torch.complex32, (64, 64), 1)
+    tensors = inputs(torch.complex32, (64, 64), 1)
     cpu_kernels.uninstall("aten::exp", torch.complex32)
     try:
-        assert torch.equal(_bits(torch.exp(tensors[0])), _bits(_upcast("exp", tensors, torch.complex32)))
+        assert torch.equal(bits(torch.exp(tensors[0])), bits(upcast("exp", tensors, torch.complex32)))
     finally:
         cpu_kernels.first_need("aten::exp", torch.complex32)  # eager mode is off here: reinstall by hand
         cpu_kernels.ensure("aten::exp", torch.complex32)
@@ -301,7 +261,7 @@ OVERRIDDEN_IDS = [name for _, _, name in OVERRIDDEN_CASES]
 @pytest.fixture(scope="module")
 def overriding():
     """Their packages built (or found) and installed; afterwards PyTorch's kernels serve them again."""
-    with _eager_kernels():
+    with eager_kernels():
         for overload, dtype, _ in OVERRIDDEN_CASES:
             assert cpu_kernels._min_numel[(overload, dtype)] == table.min_numel(overload, dtypes.NAMES[dtype])
             cpu_kernels.first_need(overload, dtype)
@@ -313,25 +273,25 @@ def overriding():
 @pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=OVERRIDDEN_IDS)
 def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtype, name):
     count = 2 if name == "add" else 1
-    large = _inputs(dtype, (8192,), count)
-    ours = _call(name, large)
+    large = inputs(dtype, (8192,), count)
+    ours = call(name, large)
     path = cpu_kernels._installed[(overload, dtype)]
-    assert torch.equal(_bits(ours), _bits(_package_result(path, large, dtype)))
-    torch.testing.assert_close(ours.to(torch.complex64), _upcast(name, large, dtype).to(torch.complex64),
+    assert torch.equal(bits(ours), bits(package_result(path, large, dtype)))
+    torch.testing.assert_close(ours.to(torch.complex64), upcast(name, large, dtype).to(torch.complex64),
                                rtol=2 ** -9, atol=2 ** -6)
     # below the measured threshold, and not dense: PyTorch's own kernel, bit for bit
-    small = _inputs(dtype, (table.min_numel(overload, dtypes.NAMES[dtype]) - 1,), count)
+    small = inputs(dtype, (table.min_numel(overload, dtypes.NAMES[dtype]) - 1,), count)
     strided = [t.reshape(64, 128)[:, ::2] for t in large]
     for tensors in (small, strided):
         cpu_kernels.uninstall(overload, dtype)
         try:
-            expected = _call(name, tensors)
+            expected = call(name, tensors)
         finally:
             cpu_kernels.ensure(overload, dtype)
-        assert torch.equal(_bits(_call(name, tensors)), _bits(expected))
+        assert torch.equal(bits(call(name, tensors)), bits(expected))
     # other dtypes never reach it
     wide = [t.to(torch.complex64) for t in large]
-    assert torch.equal(_call(name, wide), getattr(torch.Tensor, name)(*wide))
+    assert torch.equal(call(name, wide), getattr(torch.Tensor, name)(*wide))
 
 
 @pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=OVERRIDDEN_IDS)
@@ -340,16 +300,16 @@ def test_overridden_calls_run_the_installed_package(installed, overriding, overl
     from jitdtypes import native_guard
 
     other = "div" if name == "add" else "exp"
-    tensors = _inputs(dtype, (8192,), 2 if name == "add" else 1)
+    tensors = inputs(dtype, (8192,), 2 if name == "add" else 1)
     other_package = installed[("aten::exp" if other == "exp" else "aten::div.Tensor", dtype)]
     native_guard.install_generated(overload, "CPU", dtype, other_package, ("model",), 2, words=False)
     try:
-        assert torch.equal(_bits(_call(name, tensors)), _bits(_call(other, tensors)))
+        assert torch.equal(bits(call(name, tensors)), bits(call(other, tensors)))
     finally:
         cpu_kernels.uninstall(overload, dtype)
         cpu_kernels.ensure(overload, dtype)
-    torch.testing.assert_close(_call(name, tensors).to(torch.complex64),
-                               _upcast(name, tensors, dtype).to(torch.complex64), rtol=2 ** -9, atol=2 ** -6)
+    torch.testing.assert_close(call(name, tensors).to(torch.complex64),
+                               upcast(name, tensors, dtype).to(torch.complex64), rtol=2 ** -9, atol=2 ** -6)
 
 
 def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(installed, overriding):
@@ -359,23 +319,23 @@ def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(install
     from jitdtypes import native_guard
 
     dtype = torch.complex32
-    x, w = _inputs(dtype, (8192,), 2)
-    expected = _package_result(cpu_kernels._installed[("aten::add.Tensor", dtype)], [x, w], dtype)
+    x, w = inputs(dtype, (8192,), 2)
+    expected = package_result(cpu_kernels._installed[("aten::add.Tensor", dtype)], [x, w], dtype)
     for form in ("aten::add_.Tensor", "aten::add.out"):  # an earlier test of this process may have asked
         native_guard.install_generated(form, "CPU", dtype, "", (), 0, words=False)  # (resets the guard's flag)
         cpu_kernels._requested.discard((form, dtype))
-    with _eager_kernels():
+    with eager_kernels():
         for _ in range(2):  # the first large call asks for the package
             y, out = x.clone(), torch.empty_like(x)
             y.add_(w), torch.add(x, w, out=out)
     assert cpu_kernels.status()[("aten::add_.Tensor", "complex32")] == "installed"
-    assert torch.equal(_bits(y), _bits(expected)) and torch.equal(_bits(out), _bits(expected))
+    assert torch.equal(bits(y), bits(expected)) and torch.equal(bits(out), bits(expected))
     native_guard.install_generated("aten::add_.Tensor", "CPU", dtype, installed[("aten::div.Tensor", dtype)],
                                    ("model",), 2, words=False)
     try:
         y = x.clone()
         y.add_(w)
-        assert torch.equal(_bits(y), _bits(x / w))
+        assert torch.equal(bits(y), bits(x / w))
     finally:
         cpu_kernels.uninstall("aten::add_.Tensor", dtype)
         cpu_kernels.ensure("aten::add_.Tensor", dtype)
@@ -394,7 +354,7 @@ def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(install
             cpu_kernels.ensure("aten::add_.Tensor", dtype)
         ours = layout(x)
         ours.add_(layout(w))
-        assert torch.equal(_bits(ours), _bits(pytorchs))
+        assert torch.equal(bits(ours), bits(pytorchs))
 
 
 def test_overridden_dtype_asks_for_its_kernel_once(overriding, monkeypatch):
@@ -405,7 +365,7 @@ def test_overridden_dtype_asks_for_its_kernel_once(overriding, monkeypatch):
     monkeypatch.setattr(cpu_kernels, "mode", lambda: asked.append(1) or cpu_kernels.OFF)
     cpu_kernels.uninstall("aten::sum", torch.complex32)  # resets the guard's "asked" flag
     try:
-        x = _inputs(torch.complex32, (4096,), 1)[0]
+        x = inputs(torch.complex32, (4096,), 1)[0]
         for _ in range(3):
             torch.sum(x)
         assert len(asked) == 1
@@ -422,7 +382,7 @@ def test_overridden_opinfo_samples_agree_with_complex64(overriding, overload, dt
         if sample.kwargs or not all(isinstance(t, torch.Tensor) for t in tensors):
             continue
         narrow = [t.to(dtype) for t in tensors]
-        expected, got = _upcast(name, narrow, dtype), _call(name, narrow)
+        expected, got = upcast(name, narrow, dtype), call(name, narrow)
         assert got.dtype == expected.dtype and got.shape == expected.shape
         torch.testing.assert_close(got.to(torch.complex64), expected.to(torch.complex64), rtol=2 ** -7,
                                    atol=2 ** -7 * max(1.0, float(expected.abs().max())) if got.numel() else 0,
@@ -441,8 +401,8 @@ def _with_special_values(t: torch.Tensor) -> torch.Tensor:
 
 
 LANES_CASES = [("aten::add.Tensor", torch.complex32, "add")]
-if _BCOMPLEX32 is not None:
-    LANES_CASES.append(("aten::add.Tensor", _BCOMPLEX32, "add"))
+if BCOMPLEX32 is not None:
+    LANES_CASES.append(("aten::add.Tensor", BCOMPLEX32, "add"))
 
 
 @pytest.mark.parametrize("overload,dtype,name", LANES_CASES, ids=[dtypes.NAMES[d] for _, d, _ in LANES_CASES])
@@ -450,10 +410,10 @@ def test_lanes_packages_add_each_part_in_float32(installed, overriding, overload
     """add over the flat parts (table.LANES): each part's float32 sum rounded once, which has complex64's
     values wherever the parts are finite. Where one is infinite, complex64's kernel first multiplies by alpha = 1 + 0i
     (inf * 0: NaN in the other part); the package, like the compile path, adds the parts as they are."""
-    x, y = _inputs(dtype, (8192,), 2)
+    x, y = inputs(dtype, (8192,), 2)
     x, y = _with_special_values(x), _with_special_values(y.flip(0))
-    got = _package_result(cpu_kernels._installed[(overload, dtype)], [x, y], dtype)
-    assert got.dtype == dtype and torch.equal(_bits(_call(name, [x, y])), _bits(got))
+    got = package_result(cpu_kernels._installed[(overload, dtype)], [x, y], dtype)
+    assert got.dtype == dtype and torch.equal(bits(call(name, [x, y])), bits(got))
     part = dtypes.part_dtype(dtype)
     per_part = (torch.view_as_real(x).float() + torch.view_as_real(y).float()).to(part)
     got_parts = torch.view_as_real(got)
@@ -462,7 +422,7 @@ def test_lanes_packages_add_each_part_in_float32(installed, overriding, overload
     finite = torch.isfinite(torch.view_as_real(x)).all(-1) & torch.isfinite(torch.view_as_real(y)).all(-1)
     # equal values; not bits: the same multiplication turns -0 - 0i's real part into +0 in complex64
     assert torch.equal(got[finite].to(torch.complex64),
-                       _upcast(name, [x[finite], y[finite]], dtype).to(torch.complex64))
+                       upcast(name, [x[finite], y[finite]], dtype).to(torch.complex64))
 
 
 def test_ops_rows_show_the_generated_path(installed, overriding):
@@ -471,96 +431,3 @@ def test_ops_rows_show_the_generated_path(installed, overriding):
     assert rows[("aten::sum", "complex32")]["path"] == "generated"  # PyTorch's own kernel, taken over
     assert rows[("aten::sum", "complex32")]["support"] == "native"
     assert rows[("aten::tanh", "complex32")]["path"] == "upcast"  # eligible, never built here (kernels off)
-
-
-# Reductions over dims: one model per layout of the reduced dims (table.DIM_MODELS), chosen in C++
-DIM_CASES = [("aten::sum.dim_IntList", torch.complex32, "sum"),
-             ("aten::mean.dim", _BCOMPLEX32 or torch.complex32, "mean")]
-DIM_IDS = [f"{name}-{dtypes.NAMES[d]}" for _, d, name in DIM_CASES]
-# (input shape, dims, the model that serves it, the shape the model sees)
-DIM_LAYOUTS = [((64, 96), (-1,), "rows", (64, 96)), ((64, 96), (0,), "columns", (64, 96)),
-               ((8, 64, 12), (1,), "middle", (8, 64, 12)), ((8, 64, 12), (1, 0), "columns", (512, 12)),
-               ((8, 64, 12), None, "whole", (6144,)), ((64, 96), (), "whole", (6144,)),
-               ((8, 1, 64, 12), (2, 3), "rows", (8, 768)), ((8, 1, 64, 12), (1, 2), "middle", (8, 64, 12)),
-               ((8, 1, 64, 12), (-3, 0), "columns", (8, 768))]
-
-
-@pytest.fixture(scope="module")
-def reducing():
-    with _eager_kernels():
-        for overload, dtype, name in DIM_CASES:
-            assert (overload, dtype) in cpu_kernels.eligible, f"{overload} is not upcast in C++ for {dtype}"
-            cpu_kernels.first_need(overload, dtype)
-            getattr(torch, name)(_inputs(dtype, (4, 4), 1)[0], 0)  # the guard's first call routes
-    status = cpu_kernels.status()
-    for overload, dtype, _ in DIM_CASES:
-        assert status[(overload, dtypes.NAMES[dtype])] == "installed", status
-    yield dict(cpu_kernels._installed)
-    for overload, dtype, _ in DIM_CASES:
-        cpu_kernels.uninstall(overload, dtype)
-
-
-def _model_result(path, model, tensor, dtype):
-    loader = torch._C._aoti.AOTIModelPackageLoader(path, model, False, 1, -1)
-    out = loader.run([tensor if dtype == torch.complex32 else tensor.view(torch.int32)])[0]
-    return out.view(dtype) if out.dtype == torch.int32 else out
-
-
-def _reduced(name, x, dims, keepdim=False, **kwargs):
-    return getattr(torch, name)(x, dims, keepdim, **kwargs)
-
-
-@pytest.mark.parametrize("overload,dtype,name", DIM_CASES, ids=DIM_IDS)
-def test_dim_reductions_take_the_model_of_their_layout(reducing, overload, dtype, name):
-    path = reducing[(overload, dtype)]
-    for shape, dims, model, seen in DIM_LAYOUTS:
-        (x,) = _inputs(dtype, shape, 1)
-        for keepdim in (False, True):
-            got = _reduced(name, x, dims, keepdim)
-            wide = _reduced(name, x.to(torch.complex64), dims, keepdim)
-            assert got.dtype == dtype and got.shape == wide.shape, (shape, dims, keepdim)
-            packaged = _model_result(path, model, x.reshape(seen), dtype)
-            assert torch.equal(_bits(got), _bits(packaged.reshape(wide.shape))), (shape, dims, model)
-            torch.testing.assert_close(got.to(torch.complex64), wide, rtol=2 ** -7, atol=2 ** -7)
-
-
-@pytest.mark.parametrize("overload,dtype,name", DIM_CASES, ids=DIM_IDS)
-def test_dim_reductions_that_do_not_fit_take_the_upcast(reducing, overload, dtype, name):
-    (x,) = _inputs(dtype, (8, 64, 12), 1)
-    for call in (lambda t: _reduced(name, t, (0, 2)),  # reduced dims apart
-                 lambda t: _reduced(name, t.transpose(0, 1), (0,)),  # not contiguous
-                 lambda t: _reduced(name, t[:4, :4].contiguous(), (0,))):  # below min_numel
-        assert torch.equal(_bits(call(x)), _bits(call(x.to(torch.complex64)).to(dtype)))
-    as_complex64 = _reduced(name, x, (0,), dtype=torch.complex64)  # dtype=
-    assert as_complex64.dtype == torch.complex64
-    assert torch.equal(as_complex64, _reduced(name, x.to(torch.complex64), (0,)))
-    with pytest.raises(IndexError, match="Dimension out of range"):
-        _reduced(name, x, (3,))
-
-
-@pytest.mark.parametrize("overload,dtype,name", DIM_CASES, ids=DIM_IDS)
-def test_dim_reduction_opinfo_samples_agree_with_complex64(reducing, overload, dtype, name):
-    """Every OpInfo sample through the guard, with the package installed from 2 elements on (so that the
-    samples' small tensors reach it): values, dtype and shape against complex64 on the same rounded input."""
-    from jitdtypes import native_guard
-
-    (info,) = [op for op in op_db() if op.name == name and op.variant_test_name == ""]
-    native_guard.install_generated(overload, "CPU", dtype, reducing[(overload, dtype)], table.models(overload), 2,
-                                   words=dtype != torch.complex32)
-    checked = 0
-    try:
-        for sample in info.sample_inputs("cpu", torch.complex64):
-            narrow = sample.input.to(dtype)
-            got = info.op(narrow, *sample.args, **sample.kwargs)
-            expected = info.op(narrow.to(torch.complex64), *sample.args, **sample.kwargs)
-            assert got.shape == expected.shape, sample
-            if "dtype" not in sample.kwargs:
-                assert got.dtype == dtype, sample
-            torch.testing.assert_close(got.to(torch.complex64), expected.to(torch.complex64), rtol=2 ** -7,
-                                       atol=2 ** -7 * max(1.0, float(expected.abs().max())) if got.numel() else 0,
-                                       equal_nan=True)
-            checked += 1
-    finally:
-        cpu_kernels.uninstall(overload, dtype)
-        cpu_kernels.ensure(overload, dtype)
-    assert checked >= 10, checked

@@ -43,7 +43,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__, dtypes, source_digest
-from .table import GENERATED, OVERRIDDEN, WRITING, functional, min_numel, models
+from .table import GENERATED, OVERRIDDEN, WRITING, commutative, functional, min_numel, models
 
 log = logging.getLogger("jitdtypes")
 
@@ -259,7 +259,8 @@ def _install(overload: str, dtype: torch.dtype, path: str) -> None:
     if dispatch_key is None:
         return  # disabled meanwhile
     native_guard.install_generated(overload, dispatch_key, dtype, path, models(overload),
-                                   _min_numel[(overload, dtype)], words=dtype not in _SHIM_DTYPES)
+                                   _min_numel[(overload, dtype)], words=dtype not in _SHIM_DTYPES,
+                                   commutative=commutative(overload))
     _installed[(overload, dtype)] = path
     log.debug("jitdtypes: generated CPU kernel for %s on %s installed", overload, dtypes.NAMES[dtype])
 

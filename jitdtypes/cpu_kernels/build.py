@@ -51,40 +51,47 @@ class LanesKernel(Kernel):
         return result.to(part).view(torch.int32 if self.words else self.dtype)
 
 
-# A dim reduction's models (table.DIM_MODELS): the example's shape and the dims reduced, every size symbolic.
-_DIM_MODEL_LAYOUTS = {"whole": ((EXAMPLE_LENGTH,), (0,)), "rows": ((256, 256), (1,)),
-                      "columns": ((256, 256), (0,)), "middle": ((16, 64, 64), (1,))}
+# Each model's inputs: their example shapes with a name per symbolic size (None: a broadcast 1), and the dims
+# a dim reduction reduces. A dim reduction's models are table.DIM_MODELS, a binary op's table.BINARY_MODELS.
+_MATRIX = ((256, 256), ("rows", "columns"))
+_DIM_MODEL_LAYOUTS = {"whole": ([((EXAMPLE_LENGTH,), ("length",))], (0,)), "rows": ([_MATRIX], (1,)),
+                      "columns": ([_MATRIX], (0,)),
+                      "middle": ([((16, 64, 64), ("outer", "length", "inner"))], (1,))}
+_BINARY_MODEL_LAYOUTS = {"rows": [_MATRIX, ((1, 256), (None, "columns"))],
+                         "columns": [_MATRIX, ((256, 1), ("rows", None))]}
+
+
+def _layouts(overload: str, dtype_name: str) -> dict:
+    """model name -> (inputs, reduced dims)"""
+    kind = table.GENERATED[overload]
+    flat = ((SERIAL_EXAMPLE_LENGTH if table.serial(overload, dtype_name) else EXAMPLE_LENGTH,), ("length",))
+    if kind == table.DIM_REDUCTION:
+        return {**_DIM_MODEL_LAYOUTS, "whole": ([flat], (0,))}
+    if kind == table.BINARY:
+        return {"model": ([flat, flat], None), **{name: (inputs, None) for name, inputs in _BINARY_MODEL_LAYOUTS.items()}}
+    return {"model": ([flat], None)}
 
 
 def _programs(overload: str, dtype: torch.dtype, words: bool) -> dict:
     """The exported programs of the package, by model name."""
     op, dtype_name = schema.overload(overload).op, dtypes.NAMES[dtype]
-    kind = table.GENERATED[overload]
-    if kind == table.DIM_REDUCTION:
-        layouts = {name: _DIM_MODEL_LAYOUTS[name] for name in table.DIM_MODELS}
-        if table.serial(overload, dtype_name):
-            layouts["whole"] = ((SERIAL_EXAMPLE_LENGTH,), (0,))
-    else:
-        length = SERIAL_EXAMPLE_LENGTH if kind == table.REDUCTION and table.serial(overload, dtype_name) else EXAMPLE_LENGTH
-        layouts = {"model": ((length,), None)}
-    arity = 2 if kind == table.BINARY else 1
     torch.manual_seed(0)
     programs = {}
-    for name, (shape, dims) in layouts.items():
+    for name, (inputs, dims) in _layouts(overload, dtype_name).items():
         if table.reads(overload, dtype_name, name) == table.LANES:
             kernel = LanesKernel(op, dtype, words, dims)
-        elif kind == table.DIM_REDUCTION:
+        elif table.GENERATED[overload] == table.DIM_REDUCTION:
             # the compile path's decomposition itself: exporting mean.dim of bcomplex32 runs fake tensors
             # through torch._refs.mean, whose complex(count) specializes every symbolic size (export refuses it)
             kernel = Kernel(decompositions.TABLE[op], dtype, words, dims)
         else:
             kernel = Kernel(op, dtype, words, dims)
-        examples = [torch.randn(shape, dtype=torch.complex64).to(dtype) for _ in range(arity)]
+        examples = [torch.randn(shape, dtype=torch.complex64).to(dtype) for shape, _ in inputs]
         if words:
             examples = [t.view(torch.int32) for t in examples]
-        sizes = {axis: torch.export.Dim(f"{name}{axis}", min=2) for axis in range(len(shape))}
-        programs[name] = torch.export.export(kernel, tuple(examples),
-                                             dynamic_shapes=(tuple(sizes for _ in examples),))  # forward(*tensors)
+        sizes = {size: torch.export.Dim(f"{name}_{size}", min=2) for _, names in inputs for size in names if size}
+        dynamic = tuple({axis: sizes[size] for axis, size in enumerate(names) if size} for _, names in inputs)
+        programs[name] = torch.export.export(kernel, tuple(examples), dynamic_shapes=(dynamic,))  # forward(*tensors)
     return programs
 
 

@@ -30,10 +30,20 @@ GENERATED = {
 # it, the last dims (rows), the first ones (columns), the middle ones. Each is a reduction of its own for
 # Inductor: the rows reduce along contiguous memory, the columns vectorize across it. Other packages hold one.
 DIM_MODELS = ("whole", "rows", "columns", "middle")
+# A binary op's: operands of one layout (flat), and a contiguous one with a smaller contiguous one that
+# broadcasts along its leading dims (rows: a row of n elements, seen as 1 x n) or its trailing ones (columns:
+# m x 1). For COMMUTATIVE ops the smaller one may come first (the package swaps them).
+BINARY_MODELS = ("model", "rows", "columns")
+COMMUTATIVE = frozenset({"aten::add.Tensor", "aten::mul.Tensor"})
 
 
 def models(overload: str) -> tuple[str, ...]:
-    return DIM_MODELS if GENERATED[functional(overload)] == DIM_REDUCTION else ("model",)
+    kind = GENERATED[functional(overload)]
+    return DIM_MODELS if kind == DIM_REDUCTION else BINARY_MODELS if kind == BINARY else ("model",)
+
+
+def commutative(overload: str) -> bool:
+    return functional(overload) in COMMUTATIVE
 
 
 def _writing_forms() -> dict[str, str]:
@@ -85,8 +95,10 @@ _LANES_MODELS = frozenset({"columns", "middle"})
 
 
 def reads(overload: str, dtype_name: str, model: str = "model") -> str:
-    if overload in _LANES or (GENERATED[overload] == DIM_REDUCTION and model in _LANES_MODELS):
-        return LANES
+    if GENERATED[overload] == DIM_REDUCTION:
+        return LANES if model in _LANES_MODELS else WORDS
+    if overload in _LANES:  # a column of one element per row would meet both parts' lanes of that row
+        return WORDS if model == "columns" else LANES
     return HALVES if (overload, dtype_name) in _HALVES else WORDS
 
 

@@ -63,7 +63,7 @@ def _bind(library: ctypes.CDLL) -> ctypes.CDLL:
         "jitdtypes_guard_signature_key": [p, p, p, s],
         "jitdtypes_guard_conversion": [ctypes.c_int],
         "jitdtypes_guard_planes": [ctypes.c_void_p] * 3 + [ctypes.c_int64, ctypes.c_int],
-        "jitdtypes_guard_generated": [p, p, p, p, p, p, ctypes.c_int64, ctypes.c_int, p, s],
+        "jitdtypes_guard_generated": [p, p, p, p, p, p, ctypes.c_int64, ctypes.c_int, ctypes.c_int, p, s],
         "jitdtypes_guard_first_need_hook": [FIRST_NEED_HOOK],
     }
     for name, argtypes in signatures.items():
@@ -142,13 +142,16 @@ def move_planes(words: int, re: int, im: int, n: int, split: bool) -> None:
     load().jitdtypes_guard_planes(words, re, im, n, int(split))
 
 
-def install_generated(overload: str, key: str, dtype, path: str, models, min_numel: int, words: bool) -> None:
+def install_generated(overload: str, key: str, dtype, path: str, models, min_numel: int, words: bool,
+                      commutative: bool = False) -> None:
     """Typed guards of `overload` ("aten::add.Tensor" style: name and overload, none for the default) at `key`
     run the AOTInductor package at `path` (holding `models`, in generated.h's order) for `dtype` calls of at
-    least `min_numel` elements (generated.h); an empty `path` uninstalls."""
+    least `min_numel` elements (generated.h; `commutative`: a broadcast operand may come first); an empty
+    `path` uninstalls."""
     name, _, overload_name = overload.partition(".")
     _call(load().jitdtypes_guard_generated, name.encode(), overload_name.encode(), key.encode(),
-          _scalar_type_names([dtype]), str(path).encode(), ",".join(models).encode(), min_numel, int(words))
+          _scalar_type_names([dtype]), str(path).encode(), ",".join(models).encode(), min_numel, int(words),
+          int(commutative))
 
 
 def set_first_need_hook(function) -> None:

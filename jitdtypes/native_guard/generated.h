@@ -36,7 +36,8 @@ enum GeneratedModel : size_t { kWhole, kRows, kColumns, kMiddle, kModels };
 struct GeneratedKernel {
   std::array<std::unique_ptr<torch::inductor::AOTIModelPackageLoader>, kModels> models;  // by GeneratedModel
   int64_t min_numel = 0;
-  bool words = false;  // inputs and complex results pass as int32 words
+  bool words = false;        // inputs and complex results pass as int32 words
+  bool commutative = false;  // a broadcast operand may come first (add, mul)
 };
 
 // Per registration: the installed kernel per dtype (null: none). Installed kernels are never freed: a call
@@ -96,23 +97,27 @@ constexpr bool generatable_into = std::is_same_v<Return, Tensor&> &&
 struct GeneratedCheck {
   ScalarType dtype = ScalarType::Undefined;
   const Tensor* first = nullptr;
-  bool ok = true;
+  const Tensor* second = nullptr;
+  int tensors = 0;
+  int64_t numel = 0;         // the largest tensor's
+  bool ok = true;            // dtypes, flags and arguments a package can take
+  bool same_layout = true;   // one set of sizes and strides, dense: the flat model
 
   void see(const Tensor& t) {
     if (!t.defined() || t.unsafeGetTensorImpl()->is_wrapped_number() || t.is_conj() || t.is_neg() ||
-        (first != nullptr && (t.scalar_type() != dtype || !t.sizes().equals(first->sizes()) ||
-                              !t.strides().equals(first->strides())))) {
+        (first != nullptr && t.scalar_type() != dtype)) {
       ok = false;
       return;
     }
-    if (first == nullptr) {
-      if (!t.is_non_overlapping_and_dense()) {
-        ok = false;
-        return;
-      }
+    numel = std::max(numel, t.numel());
+    if (++tensors == 1) {
       first = &t;
       dtype = t.scalar_type();
+      if (!t.is_non_overlapping_and_dense()) same_layout = false;
+      return;
     }
+    if (tensors == 2) second = &t;
+    if (!t.sizes().equals(first->sizes()) || !t.strides().equals(first->strides())) same_layout = false;
   }
   void see(const c10::Scalar& value) {
     if (!value.isIntegral(false) || value.toLong() != 1) ok = false;
@@ -121,6 +126,33 @@ struct GeneratedCheck {
     if (requested.has_value()) ok = false;
   }
 };
+
+// A binary call whose smaller operand broadcasts along the other's leading dims (rows: it is one row of
+// `columns` elements) or trailing dims (columns: one element per row), both contiguous. The larger one is seen
+// as rows x columns elements, the smaller as 1 x columns or rows x 1; the result has the larger one's shape.
+struct Broadcast {
+  GeneratedModel model = kWhole;
+  int64_t rows = 0, columns = 0;
+};
+
+inline std::optional<Broadcast> broadcast_of(const Tensor& full, const Tensor& part) {
+  const int64_t rank = full.dim(), offset = rank - part.dim();
+  if (offset < 0 || !full.is_contiguous() || !part.is_contiguous()) return std::nullopt;
+  auto size = [&](int64_t d) { return d < offset ? int64_t{1} : part.size(d - offset); };  // right-aligned
+  int64_t lead = 0, trail = rank;  // part's size is 1 before `lead` and from `trail` on
+  while (lead < rank && size(lead) == 1) ++lead;
+  while (trail > 0 && size(trail - 1) == 1) --trail;
+  bool rows = true, columns = true;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d >= lead && size(d) != full.size(d)) rows = false;
+    if (d < trail && size(d) != full.size(d)) columns = false;
+  }
+  const int64_t numel = full.numel(), small = part.numel();
+  if (small < 2 || small >= numel) return std::nullopt;  // one element, or no broadcast at all
+  if (rows) return Broadcast{kRows, numel / small, small};
+  if (columns) return Broadcast{kColumns, small, numel / small};
+  return std::nullopt;
+}
 
 // A non-overlapping and dense tensor's elements in memory order.
 inline Tensor as_input(const Tensor& t, bool words) {
@@ -155,8 +187,30 @@ inline std::optional<Tensor> run_package(const GeneratedKernel& kernel, const Ge
                                       : result->as_strided(check.first->sizes(), check.first->strides());
 }
 
+// A broadcast binary call's result (see Broadcast) from the rows or columns model; for a commutative op the
+// smaller operand may come first.
+inline std::optional<Tensor> run_broadcast(const GeneratedKernel& kernel, const GeneratedCheck& check) {
+  const Tensor *full = check.first, *part = check.second;
+  std::optional<Broadcast> layout = broadcast_of(*full, *part);
+  if (!layout && kernel.commutative) {
+    std::swap(full, part);
+    layout = broadcast_of(*full, *part);
+  }
+  if (!layout || full->numel() < kernel.min_numel) return std::nullopt;
+  const Tensor whole = full->view({layout->rows, layout->columns});
+  const Tensor each = layout->model == kRows ? part->view({1, layout->columns}) : part->view({layout->rows, 1});
+  std::optional<Tensor> result =
+      run_model(kernel, layout->model, {as_input(whole, kernel.words).view(whole.sizes()),
+                                        as_input(each, kernel.words).view(each.sizes())}, check.dtype);
+  if (result) *result = result->view(full->sizes());
+  return result;
+}
+
 template <class... Args>
 std::optional<Tensor> run_kernel(const GeneratedKernel& kernel, const GeneratedCheck& check, const Args&... args) {
+  if (!check.same_layout) {
+    return check.tensors == 2 ? run_broadcast(kernel, check) : std::nullopt;
+  }
   std::vector<Tensor> inputs;
   inputs.reserve(sizeof...(Args));
   auto add = [&](const auto& value) {
@@ -254,7 +308,7 @@ std::optional<Tensor> run_overriding(const GeneratedSlots& slots, const DtypeSet
   (check.see(args), ...);
   if (!check.ok || check.first == nullptr) return std::nullopt;
   const size_t index = static_cast<size_t>(check.dtype);
-  if (index >= kScalarTypes || !overridden[index] || check.first->numel() < min_numel) return std::nullopt;
+  if (index >= kScalarTypes || !overridden[index] || check.numel < min_numel) return std::nullopt;
   const GeneratedKernel* kernel = installed(slots, check.dtype);
   if (kernel == nullptr) {
     ask_once(slots, check.dtype);
@@ -287,19 +341,25 @@ Tensor* run_generated_into(const GeneratedSlots& slots, Args... args) {
   if (!check.ok || check.first == nullptr || written == nullptr) return nullptr;
   const GeneratedKernel* kernel = installed(slots, check.dtype);
   if (kernel == nullptr || !written->is_non_overlapping_and_dense() || written->is_conj() || written->is_neg() ||
-      !written->sizes().equals(check.first->sizes())) {
+      (check.same_layout && !written->sizes().equals(check.first->sizes())) ||
+      (!check.same_layout && check.tensors != 2)) {
     return nullptr;
   }
-  std::vector<Tensor> inputs;
-  inputs.reserve(read.size());
   for (const Tensor* t : read) {
     const at::MemOverlapStatus overlap = at::get_overlap_status(*t, *written);  // Full: it is the written one
     if (overlap != at::MemOverlapStatus::No && overlap != at::MemOverlapStatus::Full) return nullptr;
-    inputs.push_back(as_input(*t, kernel->words));
   }
-  std::optional<Tensor> result = run_package(*kernel, check, std::move(inputs));
+  std::optional<Tensor> result;
+  if (check.same_layout) {
+    std::vector<Tensor> inputs;
+    inputs.reserve(read.size());
+    for (const Tensor* t : read) inputs.push_back(as_input(*t, kernel->words));
+    result = run_package(*kernel, check, std::move(inputs));
+  } else {
+    result = run_broadcast(*kernel, check);
+  }
   if (!result || result->scalar_type() != written->scalar_type() || !result->sizes().equals(written->sizes())) {
-    return nullptr;  // e.g. abs_ of a complex tensor: PyTorch's error, from the upcast
+    return nullptr;  // resized outputs, and e.g. abs_ of a complex tensor (PyTorch's error): the upcast
   }
   written->copy_(*result);
   return written;

@@ -466,10 +466,12 @@ JITDTYPES_EXPORT void jitdtypes_guard_planes(void* words, void* re, void* im, in
 
 // Installs the AOTInductor package at `path` (its `models`, comma-separated, in generated.h's GeneratedModel order)
 // for calls of `dtype` (a ScalarType name) to `name`.`overload` at `key` with at least `min_numel` elements
-// (generated.h); `words`: it takes and returns int32 words. An empty `path` uninstalls.
+// (generated.h); `words`: it takes and returns int32 words; `commutative`: its op's operands may swap. An empty
+// `path` uninstalls.
 JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* overload, const char* key,
                                                const char* dtype, const char* path, const char* models,
-                                               int64_t min_numel, int words, char* error, size_t error_size) {
+                                               int64_t min_numel, int words, int commutative, char* error,
+                                               size_t error_size) {
   try {
     const DtypeSet one = parse_dtypes(dtype);
     if (path[0] == '\0') {  // uninstall: calls take the upcast again (the kernel itself stays, see generated.h)
@@ -492,6 +494,7 @@ JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* ove
     }
     kernel->min_numel = min_numel;
     kernel->words = words != 0;
+    kernel->commutative = commutative != 0;
     auto slots = generated_slots(name, overload, key);
     for (size_t i = 0; i < kScalarTypes; ++i) {
       if (one[i]) slots->kernels[i].store(kernel.get(), std::memory_order_release);
