@@ -11,7 +11,9 @@
 //
 // Reductions over dims (sum.dim_IntList, mean.dim) of a contiguous tensor whose reduced dims are adjacent
 // (ignoring dims of size 1) see it as (outer, reduced, inner) elements: their package holds one model per
-// layout (kModelNames: all of it, rows, columns, the middle of three), each with symbolic sizes.
+// layout (GeneratedModel: all of it, rows, columns, the middle of three), each with symbolic sizes. A binary
+// op's package holds the flat model and two for a smaller contiguous operand broadcast along the larger one's
+// leading dims (rows) or trailing dims (columns): see Broadcast.
 //
 // The same kernels also take calls PyTorch serves itself, but slower (complex32 sum, abs, add, sub: ATen's
 // ComplexHalf kernels are scalar code): `overridden` dtypes of a registration. Those calls run PyTorch's kernel
