@@ -4,8 +4,9 @@ On CPU a call PyTorch lacks runs the upcast path: widen to complex64, run ATen's
 ATen's complex kernels are mostly scalar code, so that costs more than complex64 itself. The compile path
 (jitdtypes/compile_path) already writes every elementwise op and reduction as float32 arithmetic on the 16-bit
 storage read as words, which Inductor's C++ backend vectorizes. Here one op at a time is exported over
-flattened inputs with a symbolic length (a reduction over dims: one model per layout, every size symbolic) and
-compiled by AOTInductor into a package (.pt2), so one kernel serves every size and shape; a package loads without Dynamo or Inductor (2.6 ms) and runs from C++.
+flattened inputs with a symbolic length (a reduction over dims, or a binary op with a broadcast operand: one
+model per layout, every size symbolic) and compiled by AOTInductor into a package (.pt2), so one kernel serves
+every size and shape; a package loads without Dynamo or Inductor (2.6 ms) and runs from C++.
 Measured for `exp` on 1-D complex32, idle 2-core machine, fastest of 20 calls (the package against the
 upcast path, then complex64):
 
@@ -20,6 +21,7 @@ child process (the calling process imports neither Dynamo nor Inductor) on a bac
 upcast serves every call until it is installed. Installed, a typed guard runs it for the calls it fits
 (native_guard/generated.h: dense inputs of one dtype, shape and strides, alpha 1, at least table.min_numel
 elements; reductions over adjacent dims of a contiguous tensor by the model of their layout, table.DIM_MODELS;
+a broadcast operand of a binary op by the rows or columns model, table.BINARY_MODELS;
 in-place and out= forms through their functional op's package, table.WRITING). The
 first call of each (op, dtype) in a process always takes the router (its path is logged there).
 

@@ -156,10 +156,13 @@ inline std::optional<Broadcast> broadcast_of(const Tensor& full, const Tensor& p
   return std::nullopt;
 }
 
+// The tensor as a package takes it: bcomplex32 as int32 words of the same bits (see the top).
+inline Tensor as_words(const Tensor& t, bool words) { return words ? t.view(ScalarType::Int) : t; }
+
 // A non-overlapping and dense tensor's elements in memory order.
 inline Tensor as_input(const Tensor& t, bool words) {
   const Tensor flat = t.is_contiguous() ? t.view({t.numel()}) : t.as_strided({t.numel()}, {1});
-  return words ? flat.view(ScalarType::Int) : flat;
+  return as_words(flat, words);
 }
 
 // One model's result for these inputs, or nothing when the package lacks it or raises (the upcast serves the
@@ -202,8 +205,7 @@ inline std::optional<Tensor> run_broadcast(const GeneratedKernel& kernel, const 
   const Tensor whole = full->view({layout->rows, layout->columns});
   const Tensor each = layout->model == kRows ? part->view({1, layout->columns}) : part->view({layout->rows, 1});
   std::optional<Tensor> result =
-      run_model(kernel, layout->model, {as_input(whole, kernel.words).view(whole.sizes()),
-                                        as_input(each, kernel.words).view(each.sizes())}, check.dtype);
+      run_model(kernel, layout->model, {as_words(whole, kernel.words), as_words(each, kernel.words)}, check.dtype);
   if (result) *result = result->view(full->sizes());
   return result;
 }
@@ -262,9 +264,8 @@ inline std::optional<Tensor> run_by_dims(const GeneratedSlots& slots, const Tens
   if (outer != 1) shape.push_back(outer);
   shape.push_back(length);
   if (inner != 1) shape.push_back(inner);
-  const Tensor input = self.view(shape);
-  std::optional<Tensor> result =
-      run_model(*kernel, model, {kernel->words ? input.view(ScalarType::Int) : input}, self.scalar_type());
+  std::optional<Tensor> result = run_model(*kernel, model, {as_words(self.view(shape), kernel->words)},
+                                           self.scalar_type());
   if (!result) return result;
   std::vector<int64_t> sizes;
   for (int64_t d = 0; d < rank; ++d) {
