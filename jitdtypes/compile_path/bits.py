@@ -14,8 +14,10 @@ and 1.2 million float32 bit patterns with PyTorch's conversions), subnormals, in
 and do no arithmetic on denormal floats, so they also hold with torch.set_flush_denormal(True). Triton has
 no such limits: elsewhere int16 bitcasts do the same in fewer instructions.
 
-The word decoding costs about fifteen vector operations and four bit casts per part (Inductor stores and
-reloads a vector for each cast), which only pays where the formula itself is vectorized work. A kernel of one
+The word decoding costs about a dozen vector operations and one bit cast per part (Inductor's vector code
+has no bit cast: it stores the vector, casts element by element and reloads; the obvious form took four per
+part, and generated complex32 angle at 1M elements ran at 0.91x complex64, 1.87x with one), which only pays
+where the formula itself is vectorized work. A kernel of one
 cheap op (complex32 abs) runs faster as the scalar loop `read_as_halves()` gives: two strided float16 loads
 and one hardware conversion each (1M elements: 0.82 ms against 3.3 ms over words; generated CPU kernels use
 it per op, cpu_kernels/table.py).
@@ -111,13 +113,20 @@ def _constant(like: torch.Tensor, value: int) -> torch.Tensor:
 
 
 def _half_to_float(exponent_mantissa: torch.Tensor, sign: torch.Tensor) -> torch.Tensor:
-    """A half given as its exponent/mantissa bits at float32 positions (bits 13-27) and its sign at bit 31."""
-    normal = (exponent_mantissa + ((127 - 15) << 23)).view(_FLOAT32)  # rebias the exponent
-    subnormal = (exponent_mantissa >> 13).to(_FLOAT32) * 2.0**-24  # exact: an integer times a power of two
-    special = (exponent_mantissa | 0x7F800000).view(_FLOAT32)  # inf, NaN (payload kept)
-    magnitude = torch.where(exponent_mantissa >= 0x1F << 23, special,
-                            torch.where(exponent_mantissa < 1 << 23, subnormal, normal))
-    return (magnitude.view(_INT32) | sign).view(_FLOAT32)
+    """A half given as its exponent/mantissa bits at float32 positions (bits 13-27) and its sign at bit 31.
+
+    One bit cast: Inductor's vector code has none (each is a store, a scalar loop and a reload), and the four
+    of the obvious form (normal, inf/NaN and sign as bits, subnormals as an integer times 2**-24) took
+    compiled complex32 angle at 64K elements from 8 to 2 bit casts."""
+    small = exponent_mantissa < 1 << 23  # zero or subnormal
+    # rebias the exponent; a subnormal m * 2**-24 is first read as the normal float 2**-14 + m * 2**-24
+    rebiased = exponent_mantissa + torch.where(small, _constant(exponent_mantissa, (127 - 14) << 23),
+                                               _constant(exponent_mantissa, (127 - 15) << 23))
+    bits = torch.where(exponent_mantissa >= 0x1F << 23, exponent_mantissa | 0x7F800000, rebiased)  # inf, NaN
+    magnitude = bits.view(_FLOAT32)
+    # exact, and no arithmetic on denormal floats (so set_flush_denormal(True) cannot change it)
+    magnitude = torch.where(small, magnitude - 2.0**-14, magnitude)
+    return torch.where(sign != 0, -magnitude, magnitude)
 
 
 def _float_to_half_magnitude(f: torch.Tensor) -> torch.Tensor:
@@ -128,7 +137,7 @@ def _float_to_half_magnitude(f: torch.Tensor) -> torch.Tensor:
     normal = torch.minimum((magnitude - (((127 - 15) << 23) - 0xFFF) + ((magnitude >> 13) & 1)) >> 13,
                            _constant(f, 0x7C00))
     # subnormal halves: adding 0.5 makes the float adder round the mantissa at the half's last place
-    subnormal = (magnitude.view(_FLOAT32) + 0.5).view(_INT32) - 0x3F000000
+    subnormal = (f.abs() + 0.5).view(_INT32) - 0x3F000000  # abs(), not magnitude's bits: one bit cast fewer
     half = torch.where(magnitude < (127 - 14) << 23, subnormal, normal)
     return torch.where(magnitude > 0x7F800000, _constant(f, 0x7E00), half)  # NaN stays NaN
 
