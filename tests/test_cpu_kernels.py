@@ -145,6 +145,40 @@ def test_in_place_and_out_forms_run_their_functional_package(installed):
         x.clone().abs_()
 
 
+def test_in_place_and_out_forms_write_through_their_own_package(installed):
+    """exp's writing package (its into model, table.INTO) installed in sin_'s and sin.out's slots: the written
+    tensor itself gets exp's values (no tensor of the package's own is copied in); a written tensor whose
+    strides differ from the inputs' takes the upcast (the slot has no functional flat model)."""
+    from jitdtypes import native_guard
+
+    dtype = torch.complex32
+    (x,) = inputs(dtype, (64, 64), 1)
+    with eager_kernels():
+        cpu_kernels.first_need("aten::exp_", dtype)
+        x.clone().exp_()
+    into = cpu_kernels._installed[("aten::exp_", dtype)]
+    assert into != installed[("aten::exp", dtype)] and table.models("aten::exp_") == (table.INTO,)
+    expected = package_result(installed[("aten::exp", dtype)], [x], dtype)
+    x.clone().sin_(), torch.sin(x, out=torch.empty_like(x))  # a first call of an op takes the router
+    try:
+        for overload in ("aten::sin_", "aten::sin.out"):
+            native_guard.install_generated(overload, "CPU", dtype, into, (table.INTO,), 2, words=False)
+        y = x.clone()
+        address, version = y.data_ptr(), y._version
+        assert y.sin_() is y and y.data_ptr() == address and y._version > version
+        assert torch.equal(bits(y), bits(expected))
+        out = torch.empty_like(x)
+        assert torch.sin(x, out=out) is out and torch.equal(bits(out), bits(expected))
+        transposed = torch.empty_like(x).T  # the strides of x.T: written in memory order
+        assert torch.sin(x.T, out=transposed) is transposed and torch.equal(bits(transposed), bits(expected.T))
+        other = torch.empty_like(x)  # contiguous, x.T is not: the upcast
+        torch.sin(x.T, out=other)
+        assert torch.equal(bits(other), bits(upcast("sin", [x.T], dtype)))
+    finally:
+        for overload in ("aten::sin_", "aten::sin.out"):
+            native_guard.install_generated(overload, "CPU", dtype, "", (), 0, words=False)
+
+
 def test_out_forms_take_the_installed_kernels(installed):
     """The fixture's packages serve the out= and in-place forms of their ops (installed by their first call)."""
     with eager_kernels():
@@ -254,8 +288,9 @@ def test_import_loads_neither_dynamo_nor_inductor():
 
 # Ops PyTorch serves itself for complex32, more slowly than a generated kernel (cpu_kernels.table.OVERRIDDEN)
 OVERRIDDEN_CASES = [("aten::sum", torch.complex32, "sum"), ("aten::add.Tensor", torch.complex32, "add"),
-                    ("aten::abs", torch.complex32, "abs")]
+                    ("aten::abs", torch.complex32, "abs"), ("aten::addcmul", torch.complex32, "addcmul")]
 OVERRIDDEN_IDS = [name for _, _, name in OVERRIDDEN_CASES]
+ARITY = {"add": 2, "addcmul": 3}  # tensors per call (the others take one)
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +307,7 @@ def overriding():
 
 @pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=OVERRIDDEN_IDS)
 def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtype, name):
-    count = 2 if name == "add" else 1
+    count = ARITY.get(name, 1)
     large = inputs(dtype, (8192,), count)
     ours = call(name, large)
     path = cpu_kernels._installed[(overload, dtype)]
@@ -296,11 +331,24 @@ def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtyp
 
 @pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=OVERRIDDEN_IDS)
 def test_overridden_calls_run_the_installed_package(installed, overriding, overload, dtype, name):
-    """Which package serves a call, seen by installing another op's (exp for sum, div for add) in its slot."""
+    """Which package serves a call, seen by installing another op's (exp for sum, div for add) in its slot;
+    addcmul, the one ternary op, by its one rounding where PyTorch's complex32 kernel rounds each step."""
     from jitdtypes import native_guard
 
+    tensors = inputs(dtype, (8192,), ARITY.get(name, 1))
+    if name == "addcmul":
+        ours = call(name, tensors)
+        cpu_kernels.uninstall(overload, dtype)
+        try:
+            pytorchs = call(name, tensors)
+        finally:
+            cpu_kernels.ensure(overload, dtype)
+        assert torch.equal(bits(ours), bits(package_result(cpu_kernels._installed[(overload, dtype)], tensors, dtype)))
+        assert not torch.equal(bits(ours), bits(pytorchs))
+        torch.testing.assert_close(ours.to(torch.complex64), upcast(name, tensors, dtype).to(torch.complex64),
+                                   rtol=2 ** -9, atol=2 ** -6)
+        return
     other = "div" if name == "add" else "exp"
-    tensors = inputs(dtype, (8192,), 2 if name == "add" else 1)
     other_package = installed[("aten::exp" if other == "exp" else "aten::div.Tensor", dtype)]
     native_guard.install_generated(overload, "CPU", dtype, other_package, ("model",), 2, words=False)
     try:
@@ -360,12 +408,13 @@ def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(install
 def test_overridden_dtype_asks_for_its_kernel_once(overriding, monkeypatch):
     """The guard's first call that fits calls cpu_kernels.first_need through the hook (PyTorch's kernel
     serves that call), and no later one."""
+    x = inputs(torch.complex32, (4096,), 1)[0]
+    torch.sum(x, 0)  # PyTorch's full sum calls sum.dim_IntList, whose first call in a process routes and asks
     asked = []
     monkeypatch.setattr(cpu_kernels, "_requested", set())
     monkeypatch.setattr(cpu_kernels, "mode", lambda: asked.append(1) or cpu_kernels.OFF)
     cpu_kernels.uninstall("aten::sum", torch.complex32)  # resets the guard's "asked" flag
     try:
-        x = inputs(torch.complex32, (4096,), 1)[0]
         for _ in range(3):
             torch.sum(x)
         assert len(asked) == 1

@@ -22,7 +22,8 @@ upcast serves every call until it is installed. Installed, a typed guard runs it
 (native_guard/generated.h: dense inputs of one dtype, shape and strides, alpha 1, at least table.min_numel
 elements; reductions over adjacent dims of a contiguous tensor by the model of their layout, table.DIM_MODELS;
 a broadcast operand of a binary op by the rows or columns model, table.BINARY_MODELS;
-in-place and out= forms through their functional op's package, table.WRITING). The
+in-place and out= forms through a package of their own that writes into the written tensor, table.INTO, or
+their functional op's, table.WRITING). The
 first call of each (op, dtype) in a process always takes the router (its path is logged there).
 
 JITDTYPES_CPU_KERNELS: `lazy` (default), `eager` (the first call builds and installs before it returns: tests),
@@ -45,7 +46,7 @@ from pathlib import Path
 import torch
 
 from .. import __version__, dtypes, source_digest
-from .table import GENERATED, OVERRIDDEN, WRITING, commutative, functional, min_numel, models
+from .table import GENERATED, INTO, INTO_LANES, OVERRIDDEN, WRITING, commutative, functional, min_numel, models, writes_into
 
 log = logging.getLogger("jitdtypes")
 
@@ -57,7 +58,7 @@ _lock = threading.Lock()
 eligible: dict[tuple[str, torch.dtype], str] = {}  # (overload, dtype) -> dispatch key whose guard serves it
 _min_numel: dict[tuple[str, torch.dtype], int] = {}  # -> the fewest elements a call needs to take the kernel
 _requested: set[tuple[str, torch.dtype]] = set()
-_installed: dict[tuple[str, torch.dtype], str] = {}  # -> package path
+_installed: dict[tuple[str, torch.dtype], str] = {}  # -> the path of its first model's package
 _failed: dict[tuple[str, torch.dtype], str] = {}  # -> why
 built: list[tuple[str, torch.dtype]] = []  # what this process built (not found in the cache)
 _queue: queue.Queue = queue.Queue()
@@ -149,7 +150,7 @@ def to_warm(dtype_list, ops=None) -> list[tuple[str, torch.dtype]]:
 def ensure(overload: str, dtype: torch.dtype) -> bool:
     """Build or find the package and install it now (`jitdtypes warm --device cpu`): True if it was built."""
     before = len(built)
-    _install(overload, dtype, _package(overload, dtype))
+    _install(overload, dtype, _packages(overload, dtype))
     with _lock:
         _requested.add((overload, dtype))
     return len(built) > before
@@ -187,14 +188,21 @@ def available(overload: str, dtype: torch.dtype) -> bool:
     from jitdtypes.cache_tools.store import CorruptEntry, InsecureEntry
 
     try:
-        return _store().read(key(overload, dtype)) is not None
+        return all(_store().read(key(overload, dtype, into)) is not None for into in _variants(overload))
     except (CorruptEntry, InsecureEntry, OSError):
         return False
 
 
-def key(overload: str, dtype: torch.dtype) -> str:
-    """The package's cache key: in-place and out= forms share their functional op's package."""
-    parts = [str(_FORMAT), functional(overload), dtypes.NAMES[dtype], torch.__version__, str(torch.version.git_version),
+def _variants(overload: str) -> tuple[bool, ...]:
+    """The packages a call of `overload` runs (models(overload) names their models): its functional op's, and
+    for a writing form that writes_into, its own (into=True) first."""
+    return (True, False) if writes_into(overload) else (False,)
+
+
+def key(overload: str, dtype: torch.dtype, into: bool = False) -> str:
+    """A package's cache key: in-place and out= forms share their functional op's package, and their own."""
+    name = f"{functional(overload)}:{INTO}" if into else functional(overload)
+    parts = [str(_FORMAT), name, dtypes.NAMES[dtype], torch.__version__, str(torch.version.git_version),
              torch.backends.cpu.get_cpu_capability(), sys.platform, __version__,
              source_digest.of("jitdtypes.cpu_kernels.build")]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:40]
@@ -208,17 +216,23 @@ def _store():
 
 def _provide(overload: str, dtype: torch.dtype) -> None:
     try:
-        path = _package(overload, dtype)
-        _install(overload, dtype, path)
+        _install(overload, dtype, _packages(overload, dtype))
     except Exception as exc:  # the upcast keeps serving: a kernel is an optimization
         _failed[(overload, dtype)] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
         log.warning("jitdtypes: no generated CPU kernel for %s on %s (%s); the upcast path serves it",
                     overload, dtypes.NAMES[dtype], _failed[(overload, dtype)])
 
 
-def _package(overload: str, dtype: torch.dtype) -> str:
+def _packages(overload: str, dtype: torch.dtype) -> list[str]:
+    """The path of each model's package (models(overload)): the writing package's first model, then the
+    functional op's."""
+    paths = {into: _package(overload, dtype, into) for into in reversed(_variants(overload))}
+    return [paths[name in (INTO, INTO_LANES)] for name in models(overload)]
+
+
+def _package(overload: str, dtype: torch.dtype, into: bool = False) -> str:
     """The cached package's path, built first (in a child process) if the cache lacks it: check, lock, check."""
-    store, entry_key = _store(), key(overload, dtype)
+    store, entry_key = _store(), key(overload, dtype, into)
     entry = _intact(store, entry_key)
     if entry is None:
         with store.lock(entry_key):
@@ -226,10 +240,10 @@ def _package(overload: str, dtype: torch.dtype) -> str:
             if entry is None:
                 with tempfile.TemporaryDirectory(prefix="jitdtypes-cpu-kernel-") as scratch:
                     package = Path(scratch) / "kernel.pt2"
-                    _build_in_child(functional(overload), dtype, package)
+                    _build_in_child(functional(overload), dtype, package, into)
                     built.append((overload, dtype))
                     entry = store.write(entry_key, package, {"overload": functional(overload),
-                                                             "dtype": dtypes.NAMES[dtype],
+                                                             "dtype": dtypes.NAMES[dtype], "into": into,
                                                              "torch": torch.__version__})
     return entry.source
 
@@ -245,8 +259,9 @@ def _intact(store, entry_key: str):
         return None
 
 
-def _build_in_child(overload: str, dtype: torch.dtype, package: Path) -> None:
-    command = [sys.executable, "-m", "jitdtypes.cpu_kernels.build", overload, dtypes.NAMES[dtype], str(package)]
+def _build_in_child(overload: str, dtype: torch.dtype, package: Path, into: bool) -> None:
+    command = [sys.executable, "-m", "jitdtypes.cpu_kernels.build", overload, dtypes.NAMES[dtype], str(package),
+               *([INTO] if into else [])]
     environment = dict(os.environ, **{ENV_VAR: OFF, "PYTHONWARNINGS": "ignore"})  # the child builds, never asks
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
     if done.returncode != 0 or not package.exists():
@@ -254,16 +269,16 @@ def _build_in_child(overload: str, dtype: torch.dtype, package: Path) -> None:
         raise RuntimeError(f"building it failed: {lines[-1] if lines else done.returncode}")
 
 
-def _install(overload: str, dtype: torch.dtype, path: str) -> None:
+def _install(overload: str, dtype: torch.dtype, paths: list[str]) -> None:
     from .. import native_guard
 
     dispatch_key = eligible.get((overload, dtype))
     if dispatch_key is None:
         return  # disabled meanwhile
-    native_guard.install_generated(overload, dispatch_key, dtype, path, models(overload),
+    native_guard.install_generated(overload, dispatch_key, dtype, paths, models(overload),
                                    _min_numel[(overload, dtype)], words=dtype not in _SHIM_DTYPES,
                                    commutative=commutative(overload))
-    _installed[(overload, dtype)] = path
+    _installed[(overload, dtype)] = paths[0]
     log.debug("jitdtypes: generated CPU kernel for %s on %s installed", overload, dtypes.NAMES[dtype])
 
 

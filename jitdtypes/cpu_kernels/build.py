@@ -1,10 +1,11 @@
-"""Build one generated CPU kernel: `python -m jitdtypes.cpu_kernels.build OVERLOAD DTYPE PACKAGE`.
+"""Build one generated CPU kernel: `python -m jitdtypes.cpu_kernels.build OVERLOAD DTYPE PACKAGE [into]`.
 
 Run in a child process (jitdtypes/cpu_kernels): it imports Dynamo and Inductor, which the calling process
 must not pay for. The op is exported over 1-D inputs of a symbolic length (so the package serves every size;
 a dim reduction over one model per layout of its reduced dims, table.DIM_MODELS, every size symbolic)
 with jitdtypes enabled, so AOTInductor lowers it through the compile path's decompositions. bcomplex32 tensors
-cross the package boundary as int32 words (AOTInductor's C shim has no bcomplex32).
+cross the package boundary as int32 words (AOTInductor's C shim has no bcomplex32). `into`: the package of the
+op's writing forms (table.INTO), which takes the written tensor first and returns nothing.
 """
 
 from __future__ import annotations
@@ -30,11 +31,19 @@ EXAMPLE_LENGTH, SERIAL_EXAMPLE_LENGTH = 1 << 16, 64
 
 
 class Kernel(torch.nn.Module):
-    def __init__(self, op, dtype: torch.dtype, words: bool, dims: tuple[int, ...] | None = None) -> None:
+    def __init__(self, op, dtype: torch.dtype, words: bool, dims: tuple[int, ...] | None = None,
+                 into: bool = False) -> None:
         super().__init__()
-        self.op, self.dtype, self.words, self.dims = op, dtype, words, dims
+        self.op, self.dtype, self.words, self.dims, self.into = op, dtype, words, dims, into
 
     def forward(self, *tensors):
+        if not self.into:
+            return self.result(*tensors)
+        written, *tensors = tensors
+        written.copy_(self.result(*tensors))  # Inductor stores the result there: no tensor of its own
+        return ()
+
+    def result(self, *tensors):
         if self.words:
             tensors = [t.view(self.dtype) for t in tensors]
         result = self.op(*tensors) if self.dims is None else self.op(*tensors, list(self.dims))
@@ -44,11 +53,11 @@ class Kernel(torch.nn.Module):
 class LanesKernel(Kernel):
     """The real op on the parts as one flat tensor (table.LANES): float32 arithmetic, one rounding."""
 
-    def forward(self, *tensors):
+    def result(self, *tensors):
         part = dtypes.part_dtype(self.dtype)
-        lanes = [t.view(part).to(torch.float32) for t in tensors]
+        lanes = [t.view(part).to(torch.float32) for t in tensors]  # an into model's are lanes already
         result = self.op(*lanes) if self.dims is None else self.op(*lanes, list(self.dims))
-        return result.to(part).view(torch.int32 if self.words else self.dtype)
+        return result.to(part) if self.into else result.to(part).view(torch.int32 if self.words else self.dtype)
 
 
 # Each model's inputs: their example shapes with a name per symbolic size (None: a broadcast 1), and the dims
@@ -61,33 +70,40 @@ _BINARY_MODEL_LAYOUTS = {"rows": [_MATRIX, ((1, 256), (None, "columns"))],
                          "columns": [_MATRIX, ((256, 1), ("rows", None))]}
 
 
-def _layouts(overload: str, dtype_name: str) -> dict:
+def _layouts(overload: str, dtype_name: str, into: bool) -> dict:
     """model name -> (inputs, reduced dims)"""
     kind = table.GENERATED[overload]
     flat = ((SERIAL_EXAMPLE_LENGTH if table.serial(overload, dtype_name) else EXAMPLE_LENGTH,), ("length",))
+    if into:  # the written tensor, then the inputs
+        name = table.INTO_LANES if table.reads(overload, dtype_name, table.INTO_LANES) == table.LANES else table.INTO
+        return {name: ([flat] * (3 if kind == table.BINARY else 2), None)}
     if kind == table.DIM_REDUCTION:
         return {**_DIM_MODEL_LAYOUTS, "whole": ([flat], (0,))}
     if kind == table.BINARY:
         return {"model": ([flat, flat], None), **{name: (inputs, None) for name, inputs in _BINARY_MODEL_LAYOUTS.items()}}
-    return {"model": ([flat], None)}
+    return {"model": ([flat] * (3 if kind == table.TERNARY else 1), None)}
 
 
-def _programs(overload: str, dtype: torch.dtype, words: bool) -> dict:
+def _programs(overload: str, dtype: torch.dtype, words: bool, into: bool) -> dict:
     """The exported programs of the package, by model name."""
     op, dtype_name = schema.overload(overload).op, dtypes.NAMES[dtype]
     torch.manual_seed(0)
     programs = {}
-    for name, (inputs, dims) in _layouts(overload, dtype_name).items():
+    for name, (inputs, dims) in _layouts(overload, dtype_name, into).items():
         if table.reads(overload, dtype_name, name) == table.LANES:
-            kernel = LanesKernel(op, dtype, words, dims)
+            kernel = LanesKernel(op, dtype, words, dims, into)
+        elif into:
+            kernel = Kernel(op, dtype, True, dims, into)  # words for complex32 too: Inductor has no complex copy
         elif table.GENERATED[overload] == table.DIM_REDUCTION:
             # the compile path's decomposition itself: exporting mean.dim of bcomplex32 runs fake tensors
             # through torch._refs.mean, whose complex(count) specializes every symbolic size (export refuses it)
             kernel = Kernel(decompositions.TABLE[op], dtype, words, dims)
         else:
-            kernel = Kernel(op, dtype, words, dims)
+            kernel = Kernel(op, dtype, words, dims, into)
         examples = [torch.randn(shape, dtype=torch.complex64).to(dtype) for shape, _ in inputs]
-        if words:
+        if name == table.INTO_LANES:
+            examples = [t.view(dtypes.part_dtype(dtype)) for t in examples]
+        elif words or name == table.INTO:
             examples = [t.view(torch.int32) for t in examples]
         sizes = {size: torch.export.Dim(f"{name}_{size}", min=2) for _, names in inputs for size in names if size}
         dynamic = tuple({axis: sizes[size] for axis, size in enumerate(names) if size} for _, names in inputs)
@@ -95,7 +111,7 @@ def _programs(overload: str, dtype: torch.dtype, words: bool) -> dict:
     return programs
 
 
-def build(overload: str, dtype: torch.dtype, package: str) -> None:
+def build(overload: str, dtype: torch.dtype, package: str, into: bool = False) -> None:
     assert jitdtypes.is_enabled(), "the compile path is what compiles the kernel"
     import torch._inductor
     from torch._inductor.package import package_aoti
@@ -108,14 +124,14 @@ def build(overload: str, dtype: torch.dtype, package: str) -> None:
         # one AOTInductor build per model, packaged together (what aoti_compile_and_package does for one)
         files = {name: torch._inductor.aot_compile(program.module(check_guards=False), program.example_inputs[0],
                                                    options={"aot_inductor.package": True})
-                 for name, program in _programs(overload, dtype, words).items()}
+                 for name, program in _programs(overload, dtype, words, into).items()}
         package_aoti(package, files)
 
 def main() -> None:
     overload, dtype_name, package = sys.argv[1:4]
     if hasattr(os, "nice"):
         os.nice(10)  # a background build: the caller's own work comes first
-    build(overload, dtypes.COMPLEX_BY_NAME[dtype_name], package)
+    build(overload, dtypes.COMPLEX_BY_NAME[dtype_name], package, into=sys.argv[4:] == [table.INTO])
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ CPU's threads; below `min_numel` elements a call keeps what serves it otherwise.
 
 from __future__ import annotations
 
-UNARY, BINARY, REDUCTION, DIM_REDUCTION = "unary", "binary", "reduction", "dim reduction"
+UNARY, BINARY, TERNARY, REDUCTION, DIM_REDUCTION = "unary", "binary", "ternary", "reduction", "dim reduction"
 
 GENERATED = {
     **{f"aten::{name}": UNARY for name in (
@@ -19,6 +19,7 @@ GENERATED = {
         "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
         "abs", "angle", "sgn", "neg")},
     **{f"aten::{name}.Tensor": BINARY for name in ("add", "sub", "mul", "div")},
+    "aten::addcmul": TERNARY,  # value=1 only, as alpha
     "aten::sum": REDUCTION,
     "aten::mean": REDUCTION,
     "aten::sum.dim_IntList": DIM_REDUCTION,
@@ -38,8 +39,13 @@ COMMUTATIVE = frozenset({"aten::add.Tensor", "aten::mul.Tensor"})
 
 
 def models(overload: str) -> tuple[str, ...]:
+    """The models a call of `overload` may run, in generated.h's order: a writing form that writes_into runs
+    its own package's INTO model where its operands share one layout, its functional op's package otherwise."""
     kind = GENERATED[functional(overload)]
-    return DIM_MODELS if kind == DIM_REDUCTION else BINARY_MODELS if kind == BINARY else ("model",)
+    own = DIM_MODELS if kind == DIM_REDUCTION else BINARY_MODELS if kind == BINARY else ("model",)
+    if not writes_into(overload):
+        return own
+    return (INTO_LANES if functional(overload) in _LANES else INTO, *own[1:])
 
 
 def commutative(overload: str) -> bool:
@@ -57,14 +63,29 @@ def _writing_forms() -> dict[str, str]:
     return forms
 
 
-# In-place and out= forms -> the functional op whose package they run (native_guard/generated.h copies its
-# result into the written tensor: one more pass over memory, against the upcast's widening and rounding)
+# In-place and out= forms -> their functional op, whose package serves them where their own (writes_into,
+# below) does not fit: native_guard/generated.h copies its result into the written tensor
 WRITING = _writing_forms()
 
 
 def functional(overload: str) -> str:
     """The op whose package serves `overload`: itself, or the functional op of a WRITING form."""
     return WRITING.get(overload, overload)
+
+
+# A writing form whose result has its inputs' dtype also gets a package of its own, shared by the in-place and
+# out= forms: one model exported as `out.copy_(op(*inputs))` over one flat layout, so that AOTInductor writes
+# the result straight into the written tensor (its first input) instead of a new tensor that is then copied
+# (bcomplex32 x.add_(w) at 1M elements had run at 0.50x complex64's in-place add, for the allocation and the
+# copy). Its tensors cross as int32 words (INTO) or, for LANES ops, as flat float16/bfloat16 lanes
+# (INTO_LANES): a view of the written tensor to another dtype inside the model, or a complex32 one, makes
+# Inductor compute into a buffer of its own and copy that. abs.out and angle.out (a real result) keep the copy.
+INTO, INTO_LANES = "into", "into_lanes"
+_REAL_RESULT = frozenset({"aten::abs", "aten::angle"})
+
+
+def writes_into(overload: str) -> bool:
+    return overload in WRITING and functional(overload) not in _REAL_RESULT
 
 # How a kernel reads the 16-bit storage (compile_path/bits.py has the default, WORDS, and its cost).
 # LANES: ops that compute each part from the same part of their inputs are their real op on the interleaved
@@ -104,11 +125,15 @@ def reads(overload: str, dtype_name: str, model: str = "model") -> str:
 
 # Ops PyTorch serves itself for a 16-bit complex dtype on CPU, but more slowly than the generated kernel once
 # the tensor is large enough (ATen's ComplexHalf loops are scalar code, its full sums accumulate one element at
-# a time); add's and sub's in-place and out= forms with them (complex32 x.add_(w) at 1M elements: PyTorch's
-# kernel 0.14x complex64's speed). complex32 mul stays with PyTorch: at 64K, 1M and 4M elements the generated
-# kernel took 92/1354/5662 us against PyTorch's 79/1213/6088.
-OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub.Tensor",
-                        "aten::add_.Tensor", "aten::sub_.Tensor", "aten::add.out", "aten::sub.out"})
+# a time); their in-place and out= forms with them (complex32 x.add_(w) at 1M elements: PyTorch's kernel 0.14x
+# complex64's speed). complex32 mul joined once the word decoding took one bit cast per part (bits.py): at 4K,
+# 64K, 1M and 4M elements the generated kernel took 9.7/62/970/8479 us against PyTorch's 10.5/87/1818/15973
+# (with four, 92/1354/5662 us against 79/1213/6088 from 64K). complex32 addcmul at 1K, 4K, 64K, 1M: 6.4/10/77/
+# 1220 us against PyTorch's 7.9/27/262/4244 (bcomplex32, upcast: 9.0/11/30/333 against 9.8/15/85/19126).
+OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor",
+                        "aten::addcmul",
+                        "aten::add_.Tensor", "aten::sub_.Tensor", "aten::mul_.Tensor",
+                        "aten::add.out", "aten::sub.out", "aten::mul.out"})
 
 # The fewest elements a call needs before the package is faster than what serves it otherwise: the C++ upcast,
 # or PyTorch's kernel for OVERRIDDEN ops. Measured on the idle 2-core machine, 10th percentile of 300 calls,
@@ -117,7 +142,7 @@ OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub
 # runs agree (complex32 div 7.2/17.8; bcomplex32 mul 3.5/7.2 and 7.1/5.6, sub 6.5/5.6, 8192: 7.6/10.7);
 # complex32 sum from 2048 (3.4/4.0, 16384: 6.5/12.1); PyTorch's bcomplex32 sum is as fast up to 262144
 # elements (32.3/33.8); complex32 add 1024 (3.2/3.9, 512: 3.6/2.6).
-_MIN_NUMEL_BY_KIND = {UNARY: 64, BINARY: 4096, REDUCTION: 4096, DIM_REDUCTION: 4096}
+_MIN_NUMEL_BY_KIND = {UNARY: 64, BINARY: 4096, TERNARY: 1024, REDUCTION: 4096, DIM_REDUCTION: 4096}
 _MIN_NUMEL = {
     ("aten::sum", "complex32"): 2048,
     ("aten::sum", "bcomplex32"): 262144,

@@ -142,16 +142,18 @@ def move_planes(words: int, re: int, im: int, n: int, split: bool) -> None:
     load().jitdtypes_guard_planes(words, re, im, n, int(split))
 
 
-def install_generated(overload: str, key: str, dtype, path: str, models, min_numel: int, words: bool,
+def install_generated(overload: str, key: str, dtype, path, models, min_numel: int, words: bool,
                       commutative: bool = False) -> None:
     """Typed guards of `overload` ("aten::add.Tensor" style: name and overload, none for the default) at `key`
-    run the AOTInductor package at `path` (holding `models`, in generated.h's order) for `dtype` calls of at
-    least `min_numel` elements (generated.h; `commutative`: a broadcast operand may come first); an empty
-    `path` uninstalls."""
+    run the AOTInductor package at `path` (holding `models`, in generated.h's order; or a path per model) for
+    `dtype` calls of at least `min_numel` elements (generated.h; `commutative`: a broadcast operand may come
+    first); an empty `path` uninstalls."""
     name, _, overload_name = overload.partition(".")
+    paths = [str(path)] if isinstance(path, (str, os.PathLike)) else [str(p) for p in path]
+    assert not any("\n" in p for p in paths), "the guard library takes the paths one per line"
     _call(load().jitdtypes_guard_generated, name.encode(), overload_name.encode(), key.encode(),
-          _scalar_type_names([dtype]), str(path).encode(), ",".join(models).encode(), min_numel, int(words),
-          int(commutative))
+          _scalar_type_names([dtype]), "\n".join(paths).encode(), ",".join(models).encode(), min_numel,
+          int(words), int(commutative))
 
 
 def set_first_need_hook(function) -> None:

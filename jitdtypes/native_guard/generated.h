@@ -6,7 +6,7 @@
 // Elementwise ops and full reductions run over their inputs' memory as one flat run of elements: every tensor
 // of the call has that dtype, the same sizes and strides, is non-overlapping and dense (contiguous, or
 // transposed and permuted: the result gets the inputs' strides, as ATen gives it), not flagged conj/neg and not a
-// wrapped number; Scalars are 1 (add's and sub's alpha); no dtype=; and the call has at least `min_numel`
+// wrapped number; Scalars are 1 (add's and sub's alpha, addcmul's value); no dtype=; and the call has at least `min_numel`
 // elements (the package's symbolic length starts at 2).
 //
 // Reductions over dims (sum.dim_IntList, mean.dim) of a contiguous tensor whose reduced dims are adjacent
@@ -20,10 +20,12 @@
 // until the package is installed and below its `min_numel`; the first that fits asks Python for the package
 // (the first-need hook), as a routed call does for the upcast's dtypes.
 //
-// In-place and out= forms (exp_, add_.Tensor, mul.out, ...) run their functional op's package and copy its
-// result into the written tensor, which must already have the result's dtype and sizes, be non-overlapping and
-// dense, and share no memory with an input except by being it (x.mul_(x), torch.add(x, y, out=x)); resizing
-// and partial overlaps stay with the upcast.
+// In-place and out= forms (exp_, add_.Tensor, mul.out, ...) write a tensor that must already have the result's
+// dtype and sizes, be non-overlapping and dense, and share no memory with an input except by being it
+// (x.mul_(x), torch.add(x, y, out=x)); resizing and partial overlaps stay with the upcast. Where it has its
+// inputs' strides too, their own package's `into` model (GeneratedKernel::into) stores the result there;
+// otherwise (a broadcast operand, other strides, abs.out's real result) their functional op's package runs
+// and its result is copied into the written tensor.
 //
 // bcomplex32 crosses the package boundary as int32 words (AOTInductor's C shim has no bcomplex32): the package
 // takes and returns int32 tensors of the same bits.
@@ -40,6 +42,9 @@ struct GeneratedKernel {
   int64_t min_numel = 0;
   bool words = false;        // inputs and complex results pass as int32 words
   bool commutative = false;  // a broadcast operand may come first (add, mul)
+  // kWhole of a writing form's own package writes the flat result into its first input and returns nothing;
+  // its tensors cross as int32 words or as float16/bfloat16 lanes (cpu_kernels/table.py's INTO, INTO_LANES)
+  enum class Into { kNo, kWords, kLanes } into = Into::kNo;
 };
 
 // Per registration: the installed kernel per dtype (null: none). Installed kernels are never freed: a call
@@ -178,6 +183,23 @@ inline std::optional<Tensor> run_model(const GeneratedKernel& kernel, GeneratedM
   }
   Tensor result = std::move(outputs.at(0));
   return kernel.words && result.scalar_type() == ScalarType::Int ? result.view(dtype) : result;
+}
+
+// A tensor as an into model takes it (see GeneratedKernel::into).
+inline Tensor as_into(const GeneratedKernel& kernel, const Tensor& t) {
+  const Tensor flat = as_input(t, false);
+  return flat.view(kernel.into == GeneratedKernel::Into::kLanes ? c10::toRealValueType(t.scalar_type())
+                                                                : ScalarType::Int);
+}
+
+// The into model run over the written tensor and the inputs, all flat; false when it raises.
+inline bool run_into(const GeneratedKernel& kernel, std::vector<Tensor> inputs) {
+  try {
+    kernel.models[kWhole]->run(inputs);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 // The package's result for these flat inputs, in the first input's layout; nothing when the call is too small
@@ -351,6 +373,15 @@ Tensor* run_generated_into(const GeneratedSlots& slots, Args... args) {
   for (const Tensor* t : read) {
     const at::MemOverlapStatus overlap = at::get_overlap_status(*t, *written);  // Full: it is the written one
     if (overlap != at::MemOverlapStatus::No && overlap != at::MemOverlapStatus::Full) return nullptr;
+  }
+  if (kernel->into != GeneratedKernel::Into::kNo && check.same_layout) {
+    if (written->scalar_type() != check.dtype || !written->strides().equals(check.first->strides()) ||
+        check.first->numel() < kernel->min_numel) {
+      return nullptr;  // its kWhole is not the functional op's: the upcast
+    }
+    std::vector<Tensor> inputs{as_into(*kernel, *written)};
+    for (const Tensor* t : read) inputs.push_back(as_into(*kernel, *t));
+    return run_into(*kernel, std::move(inputs)) ? written : nullptr;
   }
   std::optional<Tensor> result;
   if (check.same_layout) {

@@ -464,10 +464,11 @@ JITDTYPES_EXPORT void jitdtypes_guard_planes(void* words, void* re, void* im, in
   planes::move(words, re, im, n, split != 0);
 }
 
-// Installs the AOTInductor package at `path` (its `models`, comma-separated, in generated.h's GeneratedModel order)
-// for calls of `dtype` (a ScalarType name) to `name`.`overload` at `key` with at least `min_numel` elements
-// (generated.h); `words`: it takes and returns int32 words; `commutative`: its op's operands may swap. An empty
-// `path` uninstalls.
+// Installs the AOTInductor package at `path` (its `models`, comma-separated, in generated.h's GeneratedModel order;
+// or one package per model, a line each) for calls of `dtype` (a ScalarType name) to `name`.`overload` at `key`
+// with at least `min_numel` elements (generated.h); `words`: it takes and returns int32 words; `commutative`: its
+// op's operands may swap. A first model named "into" or "into_lanes" writes into its first input. An empty `path`
+// uninstalls.
 JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* overload, const char* key,
                                                const char* dtype, const char* path, const char* models,
                                                int64_t min_numel, int words, int commutative, char* error,
@@ -485,12 +486,17 @@ JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* ove
       return 0;
     }
     auto kernel = std::make_unique<GeneratedKernel>();
-    std::string names = models;  // comma-separated, in GeneratedModel's order
+    // models: comma-separated, in GeneratedModel's order; path: one package, or one per model, a line each
+    std::string names = models, paths = path, package = path;
     for (size_t model = 0; model < kModels && !names.empty(); ++model) {
-      const size_t comma = names.find(',');
-      kernel->models[model] =
-          std::make_unique<torch::inductor::AOTIModelPackageLoader>(path, names.substr(0, comma), false, 1, -1);
+      const size_t comma = names.find(','), newline = paths.find('\n');
+      if (!paths.empty()) package = paths.substr(0, newline);
+      const std::string name = names.substr(0, comma);
+      if (model == kWhole && name == "into") kernel->into = GeneratedKernel::Into::kWords;  // cpu_kernels/table.py
+      if (model == kWhole && name == "into_lanes") kernel->into = GeneratedKernel::Into::kLanes;
+      kernel->models[model] = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package, name, false, 1, -1);
       names = comma == std::string::npos ? "" : names.substr(comma + 1);
+      paths = newline == std::string::npos ? "" : paths.substr(newline + 1);
     }
     kernel->min_numel = min_numel;
     kernel->words = words != 0;
