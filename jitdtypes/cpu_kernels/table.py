@@ -24,6 +24,7 @@ GENERATED = {
     "aten::mean": REDUCTION,
     "aten::sum.dim_IntList": DIM_REDUCTION,
     "aten::mean.dim": DIM_REDUCTION,  # mean() too: ATen's composite mean calls it over every dim
+    "aten::var.correction": DIM_REDUCTION,  # the default correction (1) only; var() over every dim too
 }
 
 # The models of a dim reduction's package, one per layout of the reduced dims in a contiguous tensor seen as
@@ -113,11 +114,13 @@ def serial(overload: str, dtype_name: str) -> bool:
 # 253 us over words, whose bit casts Inductor's vector code does element by element, against 170 us for
 # complex64). Reductions along the last dim (rows, whole) keep the words: their lanes would alternate parts.
 _LANES_MODELS = frozenset({"columns", "middle"})
+# A variance adds both parts' variances, which lanes would keep apart: words in every model.
+_PARTS_ADDED = frozenset({"aten::var.correction"})
 
 
 def reads(overload: str, dtype_name: str, model: str = "model") -> str:
     if GENERATED[overload] == DIM_REDUCTION:
-        return LANES if model in _LANES_MODELS else WORDS
+        return LANES if model in _LANES_MODELS and overload not in _PARTS_ADDED else WORDS
     if overload in _LANES:  # a column of one element per row would meet both parts' lanes of that row
         return WORDS if model == "columns" else LANES
     return HALVES if (overload, dtype_name) in _HALVES else WORDS
@@ -130,8 +133,10 @@ def reads(overload: str, dtype_name: str, model: str = "model") -> str:
 # 64K, 1M and 4M elements the generated kernel took 9.7/62/970/8479 us against PyTorch's 10.5/87/1818/15973
 # (with four, 92/1354/5662 us against 79/1213/6088 from 64K). complex32 addcmul at 1K, 4K, 64K, 1M: 6.4/10/77/
 # 1220 us against PyTorch's 7.9/27/262/4244 (bcomplex32, upcast: 9.0/11/30/333 against 9.8/15/85/19126).
+# var of 1M elements, all / rows of 64 / columns (us): complex32 757/746/687 against PyTorch's 6236/9280/6442,
+# bcomplex32 475/266/270 against 6029/8837/6055 (its calls that raise in ATen included: conj_cpu is missing).
 OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor",
-                        "aten::addcmul",
+                        "aten::addcmul", "aten::var.correction",
                         "aten::add_.Tensor", "aten::sub_.Tensor", "aten::mul_.Tensor",
                         "aten::add.out", "aten::sub.out", "aten::mul.out"})
 
@@ -141,13 +146,17 @@ OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub
 # 2.7/5.0, sin 4.3/5.2, angle 3.6/3.5; at 8 elements up to 4.0/2.6); binary ones from about 4096, where the
 # runs agree (complex32 div 7.2/17.8; bcomplex32 mul 3.5/7.2 and 7.1/5.6, sub 6.5/5.6, 8192: 7.6/10.7);
 # complex32 sum from 2048 (3.4/4.0, 16384: 6.5/12.1); PyTorch's bcomplex32 sum is as fast up to 262144
-# elements (32.3/33.8); complex32 add 1024 (3.2/3.9, 512: 3.6/2.6).
+# elements (32.3/33.8); complex32 add 1024 (3.2/3.9, 512: 3.6/2.6); var (all / rows of 64 / columns, us, 20th
+# percentile of 200 calls) complex32 from 512 (6.6/5.3/7.8 against 13.5/16.1/32.6; 256: 8.8/5.0/5.2 against
+# 10.3/12.0/29.6), bcomplex32 from 1024 (15.3/10.1/10.8 against 17.9/22.2/34.2; 512: 14.8 against 12.2).
 _MIN_NUMEL_BY_KIND = {UNARY: 64, BINARY: 4096, TERNARY: 1024, REDUCTION: 4096, DIM_REDUCTION: 4096}
 _MIN_NUMEL = {
     ("aten::sum", "complex32"): 2048,
     ("aten::sum", "bcomplex32"): 262144,
     ("aten::add.Tensor", "complex32"): 1024,
     ("aten::sub.Tensor", "complex32"): 1024,
+    ("aten::var.correction", "complex32"): 512,
+    ("aten::var.correction", "bcomplex32"): 1024,
 }
 
 

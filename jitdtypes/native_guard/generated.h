@@ -9,11 +9,11 @@
 // wrapped number; Scalars are 1 (add's and sub's alpha, addcmul's value); no dtype=; and the call has at least `min_numel`
 // elements (the package's symbolic length starts at 2).
 //
-// Reductions over dims (sum.dim_IntList, mean.dim) of a contiguous tensor whose reduced dims are adjacent
-// (ignoring dims of size 1) see it as (outer, reduced, inner) elements: their package holds one model per
-// layout (GeneratedModel: all of it, rows, columns, the middle of three), each with symbolic sizes. A binary
-// op's package holds the flat model and two for a smaller contiguous operand broadcast along the larger one's
-// leading dims (rows) or trailing dims (columns): see Broadcast.
+// Reductions over dims (sum.dim_IntList, mean.dim; var.correction with its default correction) of a contiguous
+// tensor whose reduced dims are adjacent (ignoring dims of size 1) see it as (outer, reduced, inner) elements:
+// their package holds one model per layout (GeneratedModel: all of it, rows, columns, the middle of three), each
+// with symbolic sizes. A binary op's package holds the flat model and two for a smaller contiguous operand
+// broadcast along the larger one's leading dims (rows) or trailing dims (columns): see Broadcast.
 //
 // The same kernels also take calls PyTorch serves itself, but slower (complex32 sum, abs, add, sub: ATen's
 // ComplexHalf kernels are scalar code): `overridden` dtypes of a registration. Those calls run PyTorch's kernel
@@ -91,8 +91,16 @@ constexpr bool generatable_by_dims =
     std::is_same_v<Return, Tensor> && std::is_same_v<std::tuple<std::decay_t<Args>...>,
                                                      std::tuple<Tensor, at::OptionalIntArrayRef, bool, std::optional<ScalarType>>>;
 
+// The variance over dims: var.correction, with the default correction only (1: None or 1 given).
 template <class Return, class... Args>
-constexpr bool generatable = generatable_flat<Return, Args...> || generatable_by_dims<Return, Args...>;
+constexpr bool generatable_spread =
+    std::is_same_v<Return, Tensor> &&
+    std::is_same_v<std::tuple<std::decay_t<Args>...>,
+                   std::tuple<Tensor, at::OptionalIntArrayRef, std::optional<c10::Scalar>, bool>>;
+
+template <class Return, class... Args>
+constexpr bool generatable =
+    generatable_flat<Return, Args...> || generatable_by_dims<Return, Args...> || generatable_spread<Return, Args...>;
 
 // In place: the written tensor comes first and is an input too; out=: it comes last and is not.
 template <class Return, class... Args>
@@ -300,11 +308,23 @@ inline std::optional<Tensor> run_by_dims(const GeneratedSlots& slots, const Tens
   return result->view(sizes);
 }
 
+inline std::optional<Tensor> run_spread(const GeneratedSlots& slots, const Tensor& self, at::OptionalIntArrayRef dim,
+                                        const std::optional<c10::Scalar>& correction, bool keepdim) {
+  if (correction.has_value() && !(correction->isIntegral(false) ? correction->toLong() == 1
+                                                                : correction->isFloatingPoint() &&
+                                                                      correction->toDouble() == 1.0)) {
+    return std::nullopt;
+  }
+  return run_by_dims(slots, self, dim, keepdim, std::nullopt);
+}
+
 // The call's result from the installed kernel, or nothing when none is installed or the call does not fit.
 template <class... Args>
 std::optional<Tensor> run_generated(const GeneratedSlots& slots, const Args&... args) {
   if constexpr (generatable_by_dims<Tensor, Args...>) {
     return run_by_dims(slots, args...);
+  } else if constexpr (generatable_spread<Tensor, Args...>) {
+    return run_spread(slots, args...);
   } else {
     GeneratedCheck check;
     (check.see(args), ...);
@@ -325,21 +345,32 @@ inline void ask_once(const GeneratedSlots& slots, ScalarType dtype) {
 }
 
 // The same for an overridden dtype (PyTorch's kernel serves the call otherwise): the first call that fits,
-// with at least `min_numel` elements and no kernel installed yet asks for one.
+// with at least `min_numel` elements and no kernel installed yet asks for one (over dims: any such call).
 template <class... Args>
 std::optional<Tensor> run_overriding(const GeneratedSlots& slots, const DtypeSet& overridden, int64_t min_numel,
                                      const Args&... args) {
-  GeneratedCheck check;
-  (check.see(args), ...);
-  if (!check.ok || check.first == nullptr) return std::nullopt;
-  const size_t index = static_cast<size_t>(check.dtype);
-  if (index >= kScalarTypes || !overridden[index] || check.numel < min_numel) return std::nullopt;
-  const GeneratedKernel* kernel = installed(slots, check.dtype);
-  if (kernel == nullptr) {
-    ask_once(slots, check.dtype);
-    return std::nullopt;
+  if constexpr (generatable_by_dims<Tensor, Args...> || generatable_spread<Tensor, Args...>) {  // self first
+    const Tensor& self = std::get<0>(std::forward_as_tuple(args...));
+    const size_t index = self.defined() ? static_cast<size_t>(self.scalar_type()) : kScalarTypes;
+    if (index >= kScalarTypes || !overridden[index] || self.numel() < min_numel) return std::nullopt;
+    if (installed(slots, self.scalar_type()) == nullptr) {
+      ask_once(slots, self.scalar_type());
+      return std::nullopt;
+    }
+    return run_generated(slots, args...);
+  } else {
+    GeneratedCheck check;
+    (check.see(args), ...);
+    if (!check.ok || check.first == nullptr) return std::nullopt;
+    const size_t index = static_cast<size_t>(check.dtype);
+    if (index >= kScalarTypes || !overridden[index] || check.numel < min_numel) return std::nullopt;
+    const GeneratedKernel* kernel = installed(slots, check.dtype);
+    if (kernel == nullptr) {
+      ask_once(slots, check.dtype);
+      return std::nullopt;
+    }
+    return run_kernel(*kernel, check, args...);
   }
-  return run_kernel(*kernel, check, args...);
 }
 
 // An in-place or out= call's written tensor, filled from the installed kernel of its functional op; nothing

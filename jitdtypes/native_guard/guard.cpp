@@ -229,7 +229,7 @@ struct Typed<Return(Args...)> {
         }
         return call(state->router, *state, keys, args...);
       }
-      if constexpr (generatable_flat<Return, Args...>) {
+      if constexpr (generatable<Return, Args...>) {
         if (state->overridden.any()) {
           if (std::optional<Tensor> result = run_overriding(*state->generated, state->overridden,
                                                                   state->overridden_min_numel, args...)) {

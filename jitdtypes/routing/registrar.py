@@ -120,7 +120,7 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
             partial = [dtypes.BY_NAME[n] for n, s in finding.status.items() if s == PARTIAL and n in dtypes.BY_NAME]
             for key in finding.dispatch_keys(device_type):
                 upcast = _cpp_upcast_dtypes(info, key, missing) if compiled else []
-                served = [d for d in dtypes.COMPLEX_TARGETS if d not in missing and d not in partial]
+                served = [d for d in dtypes.COMPLEX_TARGETS if d not in missing]  # partial: where it fits
                 overridden = cpu_kernels.overridable(info.full_name, served) if compiled and key == "CPU" else []
                 registration.register(
                     info, key, lambda original: make_kernel(info, original, finding.status, device_type, key),
