@@ -118,14 +118,18 @@ def test_dim_reduction_opinfo_samples_agree_with_complex64(reducing, overload, d
     assert checked >= 10, checked
 
 
-# The variance over dims, which PyTorch serves itself (more slowly): the same models, the default correction only
-VAR = ("aten::var.correction", torch.complex32, "var")
+# The variance and standard deviation over dims, which PyTorch serves itself (more slowly), by the dim
+# reductions' models, the default correction only
+SPREAD_CASES = [("aten::var.correction", torch.complex32, "var")]
+if BCOMPLEX32 is not None:
+    SPREAD_CASES.append(("aten::std.correction", BCOMPLEX32, "std"))
+SPREAD_IDS = [f"{name}-{dtypes.NAMES[d]}" for _, d, name in SPREAD_CASES]
 
 
 @pytest.fixture(scope="module")
-def varying():
-    yield _provided([VAR])[VAR[:2]]
-    _withdrawn([VAR])
+def spreading():
+    yield _provided(SPREAD_CASES)
+    _withdrawn(SPREAD_CASES)
 
 
 def _pytorchs(overload, dtype, fn):
@@ -138,48 +142,53 @@ def _pytorchs(overload, dtype, fn):
     return with_pytorch
 
 
-def test_variance_takes_the_model_of_its_layout(varying):
-    overload, dtype, _ = VAR
+@pytest.mark.parametrize("overload,dtype,name", SPREAD_CASES, ids=SPREAD_IDS)
+def test_spread_takes_the_model_of_its_layout(spreading, overload, dtype, name):
+    spread, part = getattr(torch, name), dtypes.part_dtype(dtype)
     for shape, dims, model, seen in DIM_LAYOUTS:
         (x,) = inputs(dtype, shape, 1)
         for keepdim in (False, True):
-            got = torch.var(x, dims, keepdim=keepdim)
-            wide = torch.var(x.to(torch.complex64), dims, keepdim=keepdim)
-            assert got.dtype == torch.float16 and got.shape == wide.shape, (shape, dims, keepdim)
-            packaged = model_result(varying, model, [x.reshape(seen)], dtype)
+            got = spread(x, dims, keepdim=keepdim)
+            wide = spread(x.to(torch.complex64), dims, keepdim=keepdim)
+            assert got.dtype == part and got.shape == wide.shape, (shape, dims, keepdim)
+            packaged = model_result(spreading[(overload, dtype)], model, [x.reshape(seen)], dtype)
             assert torch.equal(bits(got), bits(packaged.reshape(wide.shape))), (shape, dims, model)
-            torch.testing.assert_close(got.float(), wide, rtol=2 ** -9, atol=0)
-            assert torch.equal(bits(torch.var(x, dims, correction=1, keepdim=keepdim)), bits(got))
+            torch.testing.assert_close(got.float(), wide, rtol=torch.finfo(part).eps, atol=0)
+            assert torch.equal(bits(spread(x, dims, correction=1, keepdim=keepdim)), bits(got))
 
 
-def test_variance_calls_that_do_not_fit_keep_pytorchs_kernel(varying):
-    overload, dtype, _ = VAR
+@pytest.mark.parametrize("overload,dtype,name", SPREAD_CASES, ids=SPREAD_IDS)
+def test_spread_calls_that_do_not_fit_keep_pytorchs_kernel(spreading, overload, dtype, name):
+    spread = getattr(torch, name)
     (x,) = inputs(dtype, (8, 64, 12), 1)
-    for call in (lambda: torch.var(x, (0, 2)),  # reduced dims apart
-                 lambda: torch.var(x.transpose(0, 1), 0),  # not contiguous
-                 lambda: torch.var(x, 1, correction=0), lambda: torch.var(x, correction=2.5),
-                 lambda: torch.var(x[:2, :2, :2].contiguous())):  # below min_numel
+    for call in (lambda: spread(x, (0, 2)),  # reduced dims apart
+                 lambda: spread(x.transpose(0, 1), 0),  # not contiguous
+                 lambda: spread(x, 1, correction=0), lambda: spread(x, correction=2.5),
+                 lambda: spread(x[:2, :2, :2].contiguous())):  # below min_numel
         assert torch.equal(bits(call()), bits(_pytorchs(overload, dtype, call)))
     wide = x.to(torch.complex64)
-    assert torch.equal(torch.var(wide, 1), _pytorchs(overload, dtype, lambda: torch.var(wide, 1)))
+    assert torch.equal(spread(wide, 1), _pytorchs(overload, dtype, lambda: spread(wide, 1)))
 
 
-def test_variance_opinfo_samples_agree_with_complex64(varying):
-    """Every OpInfo sample of var through the guard, the package installed from 2 elements on: values, dtype
-    and shape against complex64 on the same rounded input."""
+@pytest.mark.parametrize("overload,dtype,name", SPREAD_CASES, ids=SPREAD_IDS)
+def test_spread_opinfo_samples_agree_with_complex64(spreading, overload, dtype, name):
+    """Every OpInfo sample through the guard, the package installed from 2 elements on: values, dtype and
+    shape against complex64 on the same rounded input."""
     from jitdtypes import native_guard
 
-    overload, dtype, _ = VAR
-    (info,) = [op for op in op_db() if op.name == "var" and op.variant_test_name == ""]
-    native_guard.install_generated(overload, "CPU", dtype, varying, table.models(overload), 2, words=False)
+    part = dtypes.part_dtype(dtype)
+    (info,) = [op for op in op_db() if op.name == name and op.variant_test_name == ""]
+    native_guard.install_generated(overload, "CPU", dtype, spreading[(overload, dtype)], table.models(overload), 2,
+                                   words=dtype != torch.complex32)
     checked = 0
     try:
         for sample in info.sample_inputs("cpu", torch.complex64):
             narrow = sample.input.to(dtype)
             got = info.op(narrow, *sample.args, **sample.kwargs)
             expected = info.op(narrow.to(torch.complex64), *sample.args, **sample.kwargs)
-            assert got.dtype == torch.float16 and got.shape == expected.shape, sample
-            torch.testing.assert_close(got.float(), expected, rtol=2 ** -8, atol=2 ** -14, equal_nan=True)
+            assert got.dtype == part and got.shape == expected.shape, sample
+            torch.testing.assert_close(got.float(), expected, rtol=2 * torch.finfo(part).eps,
+                                       atol=torch.finfo(part).tiny, equal_nan=True)
             checked += 1
     finally:
         cpu_kernels.uninstall(overload, dtype)

@@ -25,6 +25,7 @@ GENERATED = {
     "aten::sum.dim_IntList": DIM_REDUCTION,
     "aten::mean.dim": DIM_REDUCTION,  # mean() too: ATen's composite mean calls it over every dim
     "aten::var.correction": DIM_REDUCTION,  # the default correction (1) only; var() over every dim too
+    "aten::std.correction": DIM_REDUCTION,
 }
 
 # The models of a dim reduction's package, one per layout of the reduced dims in a contiguous tensor seen as
@@ -115,7 +116,7 @@ def serial(overload: str, dtype_name: str) -> bool:
 # complex64). Reductions along the last dim (rows, whole) keep the words: their lanes would alternate parts.
 _LANES_MODELS = frozenset({"columns", "middle"})
 # A variance adds both parts' variances, which lanes would keep apart: words in every model.
-_PARTS_ADDED = frozenset({"aten::var.correction"})
+_PARTS_ADDED = frozenset({"aten::var.correction", "aten::std.correction"})
 
 
 def reads(overload: str, dtype_name: str, model: str = "model") -> str:
@@ -136,7 +137,7 @@ def reads(overload: str, dtype_name: str, model: str = "model") -> str:
 # var of 1M elements, all / rows of 64 / columns (us): complex32 757/746/687 against PyTorch's 6236/9280/6442,
 # bcomplex32 475/266/270 against 6029/8837/6055 (its calls that raise in ATen included: conj_cpu is missing).
 OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor",
-                        "aten::addcmul", "aten::var.correction",
+                        "aten::addcmul", "aten::var.correction", "aten::std.correction",
                         "aten::add_.Tensor", "aten::sub_.Tensor", "aten::mul_.Tensor",
                         "aten::add.out", "aten::sub.out", "aten::mul.out"})
 
@@ -157,6 +158,8 @@ _MIN_NUMEL = {
     ("aten::sub.Tensor", "complex32"): 1024,
     ("aten::var.correction", "complex32"): 512,
     ("aten::var.correction", "bcomplex32"): 1024,
+    ("aten::std.correction", "complex32"): 512,  # var's: one square root more
+    ("aten::std.correction", "bcomplex32"): 1024,
 }
 
 

@@ -9,7 +9,7 @@
 // wrapped number; Scalars are 1 (add's and sub's alpha, addcmul's value); no dtype=; and the call has at least `min_numel`
 // elements (the package's symbolic length starts at 2).
 //
-// Reductions over dims (sum.dim_IntList, mean.dim; var.correction with its default correction) of a contiguous
+// Reductions over dims (sum.dim_IntList, mean.dim; var/std.correction with the default correction) of a contiguous
 // tensor whose reduced dims are adjacent (ignoring dims of size 1) see it as (outer, reduced, inner) elements:
 // their package holds one model per layout (GeneratedModel: all of it, rows, columns, the middle of three), each
 // with symbolic sizes. A binary op's package holds the flat model and two for a smaller contiguous operand
@@ -91,7 +91,7 @@ constexpr bool generatable_by_dims =
     std::is_same_v<Return, Tensor> && std::is_same_v<std::tuple<std::decay_t<Args>...>,
                                                      std::tuple<Tensor, at::OptionalIntArrayRef, bool, std::optional<ScalarType>>>;
 
-// The variance over dims: var.correction, with the default correction only (1: None or 1 given).
+// The spread over dims: var.correction and std.correction, with the default correction only (None or 1).
 template <class Return, class... Args>
 constexpr bool generatable_spread =
     std::is_same_v<Return, Tensor> &&
