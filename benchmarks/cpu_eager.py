@@ -24,6 +24,7 @@ from benchmarks.common import percentiles, write_rows
 from jitdtypes import cpu_kernels, dtypes
 
 MATMUL_SIDE = 512
+WARM_SIZE = 1 << 18  # cpu_kernels.table.min_numel's largest
 
 CALLS = {  # name -> f(x, w): x, w flat tensors of one dtype
     "x.sum()": lambda x, w: x.sum(),
@@ -111,8 +112,9 @@ def main() -> None:
     targets = [dtypes.BY_NAME[name] for name in options.dtypes.split(",")]
     rows = []
     for dtype in targets:
-        for name in names:  # first calls: build or load every package before anything is timed
-            CALLS[name](*_operands(name, 64, dtype)[0])
+        for name in names:  # first calls: build or load every package before anything is timed, at a size
+            for size in (64, WARM_SIZE):  # past every min_numel, where ops PyTorch serves first ask for theirs
+                CALLS[name](*_operands(name, size, dtype)[0])
         sizes = [int(s) for s in options.sizes.split(",")]
         for size in sizes:
             for name in names:
