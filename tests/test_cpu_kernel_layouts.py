@@ -5,6 +5,8 @@ chosen per call in C++ (native_guard/generated.h). Each call is checked against 
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -90,21 +92,35 @@ def test_dim_reductions_that_do_not_fit_take_the_upcast(reducing, overload, dtyp
         _reduced(name, x, (3,))
 
 
-@pytest.mark.parametrize("overload,dtype,name", DIM_CASES, ids=DIM_IDS)
-def test_dim_reduction_opinfo_samples_agree_with_complex64(reducing, overload, dtype, name):
-    """Every OpInfo sample through the guard, with the package installed from 2 elements on (so that the
-    samples' small tensors reach it): values, dtype and shape against complex64 on the same rounded input."""
+@contextlib.contextmanager
+def _from_two_elements(overload, dtype, path):
+    """The package installed from 2 elements on, so that OpInfo's small sample tensors reach it."""
     from jitdtypes import native_guard
 
-    (info,) = [op for op in op_db() if op.name == name and op.variant_test_name == ""]
-    native_guard.install_generated(overload, "CPU", dtype, reducing[(overload, dtype)], table.models(overload), 2,
+    native_guard.install_generated(overload, "CPU", dtype, path, table.models(overload), 2,
                                    words=dtype != torch.complex32)
-    checked = 0
     try:
-        for sample in info.sample_inputs("cpu", torch.complex64):
-            narrow = sample.input.to(dtype)
-            got = info.op(narrow, *sample.args, **sample.kwargs)
-            expected = info.op(narrow.to(torch.complex64), *sample.args, **sample.kwargs)
+        yield
+    finally:
+        cpu_kernels.uninstall(overload, dtype)
+        cpu_kernels.ensure(overload, dtype)
+
+
+def _opinfo_results(name, dtype):
+    """(sample, the call's result, complex64's on the same rounded input) for every OpInfo sample of `name`."""
+    (info,) = [op for op in op_db() if op.name == name and op.variant_test_name == ""]
+    for sample in info.sample_inputs("cpu", torch.complex64):
+        narrow = sample.input.to(dtype)
+        yield (sample, info.op(narrow, *sample.args, **sample.kwargs),
+               info.op(narrow.to(torch.complex64), *sample.args, **sample.kwargs))
+
+
+@pytest.mark.parametrize("overload,dtype,name", DIM_CASES, ids=DIM_IDS)
+def test_dim_reduction_opinfo_samples_agree_with_complex64(reducing, overload, dtype, name):
+    """Every OpInfo sample through the guard: values, dtype and shape against complex64."""
+    checked = 0
+    with _from_two_elements(overload, dtype, reducing[(overload, dtype)]):
+        for sample, got, expected in _opinfo_results(name, dtype):
             assert got.shape == expected.shape, sample
             if "dtype" not in sample.kwargs:
                 assert got.dtype == dtype, sample
@@ -112,9 +128,6 @@ def test_dim_reduction_opinfo_samples_agree_with_complex64(reducing, overload, d
                                        atol=2 ** -7 * max(1.0, float(expected.abs().max())) if got.numel() else 0,
                                        equal_nan=True)
             checked += 1
-    finally:
-        cpu_kernels.uninstall(overload, dtype)
-        cpu_kernels.ensure(overload, dtype)
     assert checked >= 10, checked
 
 
@@ -172,27 +185,15 @@ def test_spread_calls_that_do_not_fit_keep_pytorchs_kernel(spreading, overload, 
 
 @pytest.mark.parametrize("overload,dtype,name", SPREAD_CASES, ids=SPREAD_IDS)
 def test_spread_opinfo_samples_agree_with_complex64(spreading, overload, dtype, name):
-    """Every OpInfo sample through the guard, the package installed from 2 elements on: values, dtype and
-    shape against complex64 on the same rounded input."""
-    from jitdtypes import native_guard
-
+    """Every OpInfo sample through the guard: values, dtype and shape against complex64."""
     part = dtypes.part_dtype(dtype)
-    (info,) = [op for op in op_db() if op.name == name and op.variant_test_name == ""]
-    native_guard.install_generated(overload, "CPU", dtype, spreading[(overload, dtype)], table.models(overload), 2,
-                                   words=dtype != torch.complex32)
     checked = 0
-    try:
-        for sample in info.sample_inputs("cpu", torch.complex64):
-            narrow = sample.input.to(dtype)
-            got = info.op(narrow, *sample.args, **sample.kwargs)
-            expected = info.op(narrow.to(torch.complex64), *sample.args, **sample.kwargs)
+    with _from_two_elements(overload, dtype, spreading[(overload, dtype)]):
+        for sample, got, expected in _opinfo_results(name, dtype):
             assert got.dtype == part and got.shape == expected.shape, sample
             torch.testing.assert_close(got.float(), expected, rtol=2 * torch.finfo(part).eps,
                                        atol=torch.finfo(part).tiny, equal_nan=True)
             checked += 1
-    finally:
-        cpu_kernels.uninstall(overload, dtype)
-        cpu_kernels.ensure(overload, dtype)
     assert checked >= 10, checked
 
 
