@@ -310,11 +310,7 @@ inline std::optional<Tensor> run_by_dims(const GeneratedSlots& slots, const Tens
 
 inline std::optional<Tensor> run_spread(const GeneratedSlots& slots, const Tensor& self, at::OptionalIntArrayRef dim,
                                         const std::optional<c10::Scalar>& correction, bool keepdim) {
-  if (correction.has_value() && !(correction->isIntegral(false) ? correction->toLong() == 1
-                                                                : correction->isFloatingPoint() &&
-                                                                      correction->toDouble() == 1.0)) {
-    return std::nullopt;
-  }
+  if (correction.has_value() && (correction->isComplex() || correction->toDouble() != 1.0)) return std::nullopt;
   return run_by_dims(slots, self, dim, keepdim, std::nullopt);
 }
 
