@@ -262,7 +262,7 @@ def _predicate(overload, formula):
 
 _predicate(aten.isnan.default, lambda x: torch.isnan(x[0]) | torch.isnan(x[1]))
 _predicate(aten.isinf.default, lambda x: F.is_inf(x[0]) | F.is_inf(x[1]))
-_predicate(aten.isfinite.default, lambda x: torch.isfinite(x[0]) & torch.isfinite(x[1]))
+_predicate(aten.isfinite.default, lambda x: F.is_finite(x[0]) & F.is_finite(x[1]))
 for _overload in (aten.eq.Tensor, aten.eq.Scalar):
     _predicate(_overload, lambda x, y: (x[0] == y[0]) & (F.imag_or_zero(x[1]) == F.imag_or_zero(y[1])))
 for _overload in (aten.ne.Tensor, aten.ne.Scalar):
