@@ -286,6 +286,27 @@ def test_import_loads_neither_dynamo_nor_inductor():
     assert out.stdout.split() == ["False", "False"], out.stderr
 
 
+def test_warm_command_builds_the_generated_kernels_of_every_dtype():
+    """`jitdtypes warm --device cpu` as the console script runs it (argv[0] "jitdtypes": importing the package
+    does not enable it), with the build recorded instead of run. It had warmed none: the registrar offers them
+    only once enabled."""
+    code = textwrap.dedent("""
+        import sys
+        sys.argv[0] = "jitdtypes"
+        from jitdtypes import cpu_kernels, dtypes
+        cpu_kernels.ensure = lambda overload, dtype: print("built", overload, dtypes.NAMES[dtype]) or True
+        from jitdtypes.cli import main
+        sys.exit(main(["warm", "--dtype", "all", "--device", "cpu", "--ops", "tanh"]))
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, JITDTYPES_CPU_KERNELS="lazy"))
+    assert run.returncode == 0, run.stderr
+    built = {tuple(line.split()[1:]) for line in run.stdout.splitlines() if line.startswith("built ")}
+    complex_dtypes = [d for d in dtypes.BY_NAME.values() if d.is_complex]
+    wanted = {(overload, dtypes.NAMES[d]) for overload, d in cpu_kernels.to_warm(complex_dtypes, {"tanh"})}
+    assert {("aten::tanh", "complex32"), ("aten::tanh.out", "complex32")} <= wanted and built == wanted
+
+
 # Ops PyTorch serves itself for complex32, more slowly than a generated kernel (cpu_kernels.table.OVERRIDDEN)
 OVERRIDDEN_CASES = [("aten::sum", torch.complex32, "sum"), ("aten::add.Tensor", torch.complex32, "add"),
                     ("aten::abs", torch.complex32, "abs"), ("aten::addcmul", torch.complex32, "addcmul")]

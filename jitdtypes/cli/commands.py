@@ -101,6 +101,8 @@ def warm(args) -> int:
 
     guard_line = _warm_guard()
     _warm_discovery()
+    if device == "cpu":  # the registrar offers the generated CPU kernels to build (the command imports jitdtypes
+        _enable_unless_disabled()  # without enabling it)
     progress = warm.ProgressReport(sys.stderr, sys.stderr.isatty())
     try:
         summary = warm.warm(names, device, ops, progress, arches, args.jobs)

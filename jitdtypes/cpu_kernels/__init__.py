@@ -144,7 +144,8 @@ def wait() -> None:
 
 def to_warm(dtype_list, ops=None) -> list[tuple[str, torch.dtype]]:
     """The eligible (overload, dtype) pairs of these dtypes (and op names, e.g. "exp", "add"), for `warm`."""
-    return sorted((o, d) for o, d in eligible if d in dtype_list and (not ops or o[6:].split(".")[0] in ops))
+    wanted = [(o, d) for o, d in eligible if d in dtype_list and (not ops or o[6:].split(".")[0] in ops)]
+    return sorted(wanted, key=lambda pair: (pair[0], dtypes.NAMES[pair[1]]))
 
 
 def ensure(overload: str, dtype: torch.dtype) -> bool:
