@@ -103,7 +103,7 @@ def pack(re: torch.Tensor, im: torch.Tensor, dtype: torch.dtype, arithmetic: boo
             high = im.to(torch.float16).view(torch.int16).to(_INT32) << 16
     else:
         low = (_float_to_bfloat16_at_top(re) >> 16) & 0xFFFF
-        high = _float_to_bfloat16_at_top(im)
+        high = _float_to_bfloat16_at_top(im) & -65536
     return (low | high).view(dtype)
 
 
@@ -143,10 +143,11 @@ def _float_to_half_magnitude(f: torch.Tensor) -> torch.Tensor:
 
 
 def _float_to_bfloat16_at_top(f: torch.Tensor) -> torch.Tensor:
-    """f rounded to bfloat16 (nearest even), as its bits in the top half of an int32 (the low half zero); NaN
-    gives 0x7FC0 whatever its sign, as c10::detail::round_to_nearest_even. The rounding bias is added to the
-    signed bits: below NaN a carry stops at the exponent (largest: inf's 0x7F800000 + 0x7FFF), so the sign
-    needs no masking apart (a bcomplex32 exp/div chain 2% faster than masking and restoring it)."""
+    """f rounded to bfloat16 (nearest even), as its bits in the top half of an int32 (the low half not cleared:
+    the caller masks or shifts it out); NaN gives 0x7FC0 whatever its sign, as c10::detail::round_to_nearest_even.
+    The rounding bias is added to the signed bits: below NaN a carry stops at the exponent (largest: inf's
+    0x7F800000 + 0x7FFF), so the sign needs no masking apart (a bcomplex32 exp/div chain 2% faster than masking
+    and restoring it)."""
     bits = f.view(_INT32)
     rounded = bits + 0x7FFF + ((bits >> 16) & 1)
-    return torch.where(f != f, _constant(f, 0x7FC00000), rounded) & -65536
+    return torch.where(f != f, _constant(f, 0x7FC00000), rounded)
