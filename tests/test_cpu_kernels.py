@@ -286,6 +286,15 @@ def test_import_loads_neither_dynamo_nor_inductor():
     assert out.stdout.split() == ["False", "False"], out.stderr
 
 
+def test_every_generated_op_has_a_compile_path_formula():
+    """A package of an op without one would hold an ATen node that AOTInductor calls back through its proxy
+    executor (bcomplex32: a build that fails, AOTInductor's shim lacking the dtype)."""
+    from jitdtypes import schema
+    from jitdtypes.compile_path import decompositions
+
+    assert [o for o in table.GENERATED if schema.overload(o).op not in decompositions.TABLE] == []
+
+
 def test_warm_command_builds_the_generated_kernels_of_every_dtype():
     """`jitdtypes warm --device cpu` as the console script runs it (argv[0] "jitdtypes": importing the package
     does not enable it), with the build recorded instead of run. It had warmed none: the registrar offers them

@@ -1,7 +1,10 @@
 """Which ops get a generated CPU kernel, and of which kind (how many tensors it takes, what it returns).
 
 Only ops whose schema is tensors plus at most `alpha` and `dtype=` (what native_guard/generated.h can check in
-C++), and whose compile-path formula exists (compile_path/decompositions.py). They take a generated kernel
+C++), and whose compile-path formula exists (compile_path/decompositions.py): without one the op stays an ATen
+node, and its package would only call it back through AOTInductor's proxy executor (the inverse trigonometric
+ops had been listed: their bcomplex32 builds failed, AOTInductor's shim lacking the dtype, and their complex32
+packages ran the upcast behind that call). They take a generated kernel
 where discovery found the dtype missing and the typed guard upcasts it in C++, and for the OVERRIDDEN ops,
 which PyTorch serves itself, more slowly.
 
@@ -16,8 +19,7 @@ UNARY, BINARY, TERNARY, REDUCTION, DIM_REDUCTION = "unary", "binary", "ternary",
 GENERATED = {
     **{f"aten::{name}": UNARY for name in (
         "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "reciprocal", "sigmoid",
-        "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
-        "abs", "angle", "sgn", "neg")},
+        "sin", "cos", "tan", "sinh", "cosh", "tanh", "abs", "angle", "sgn", "neg")},
     **{f"aten::{name}.Tensor": BINARY for name in ("add", "sub", "mul", "div")},
     "aten::addcmul": TERNARY,  # value=1 only, as alpha
     "aten::sum": REDUCTION,
