@@ -27,10 +27,9 @@ from pathlib import Path
 from filelock import FileLock
 
 from . import atomic, locations
-from .store import META, CorruptEntry, InsecureEntry, check_private
+from .store import FAILED, META, CorruptEntry, FailureRecords, check_private
 
 LIBRARY = "libjitdtypes_guard.so"
-FAILED = ".failed.json"
 
 
 @dataclasses.dataclass
@@ -52,7 +51,7 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-class GuardStore:
+class GuardStore(FailureRecords):
     def __init__(self, root: Path | None = None) -> None:
         self.root = (root or locations.cache_root()) / "guard"
 
@@ -106,29 +105,6 @@ class GuardStore:
 
     def failure_path(self, key: str) -> Path:
         return self.root / f"{key}{FAILED}"
-
-    def record_failure(self, key: str, record: dict) -> None:
-        locations.ensure_dir(self.root)
-        record = {**record, "key": key, "created": time.time()}
-        atomic.write_text(self.failure_path(key), json.dumps(record, indent=1, sort_keys=True))
-
-    def read_failure(self, key: str) -> dict | None:
-        """The remembered failed build of `key`, or None: absent, unreadable, or writable by someone else (a
-        record only ever suppresses a build, so one that cannot be trusted is ignored and the build retried)."""
-        path = self.failure_path(key)
-        try:
-            check_private(path)
-            record = json.loads(path.read_text())
-        except (OSError, ValueError, InsecureEntry):
-            return None
-        return record if isinstance(record, dict) and record.get("key") == key else None
-
-    def forget_failure(self, key: str) -> None:
-        self.failure_path(key).unlink(missing_ok=True)
-
-    def failures(self) -> list[Path]:
-        """Every remembered failed build, of any key."""
-        return sorted(self.root.glob(f"*{FAILED}")) if self.root.is_dir() else []
 
     def entries(self) -> list[Path]:
         if not self.root.is_dir():

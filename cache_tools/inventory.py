@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 from . import locations, triton_artifacts
-from .guard_store import FAILED, LIBRARY, GuardStore
+from .guard_store import LIBRARY, GuardStore
 from .package_store import PACKAGE, PackageStore
-from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
+from .store import FAILED, META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
 
 VERSION_FIELDS = ("torch", "triton", "jitdtypes")
 
@@ -140,8 +140,23 @@ def cpu_kernel_entries(root: Path | None = None) -> list[dict]:
             problem = str(exc).replace(f"{directory}: ", "")
         entries.append({"key": directory.name, "path": str(directory / PACKAGE), "bytes": _size(directory),
                         "overload": meta.get("overload"), "dtype": meta.get("dtype"), "torch": meta.get("torch"),
-                        "created": meta.get("created"), "problem": problem})
+                        "created": meta.get("created"), "last_used": meta.get("last_used", meta.get("created")),
+                        "problem": problem})
     return entries
+
+
+def cpu_kernel_failures(root: Path | None = None) -> list[dict]:
+    """Every remembered failed build of a generated CPU kernel (package_store's `<key>.failed.json`)."""
+    store = PackageStore(root or locations.cache_root())
+    failures = []
+    for path in store.failures():
+        key = path.name[: -len(FAILED)]
+        record = store.read_failure(key) or {}
+        failures.append({"key": key, "path": str(path), "bytes": path.lstat().st_size, "torch": record.get("torch"),
+                         "overload": record.get("overload"), "dtype": record.get("dtype"),
+                         "created": record.get("created"), "error": record.get("error"),
+                         "problem": None if record else "unreadable or not private"})
+    return failures
 
 
 def info(root: Path | None = None) -> dict:
@@ -155,11 +170,12 @@ def info(root: Path | None = None) -> dict:
     guards = guard_entries(root)
     failures = guard_failures(root)
     generated = cpu_kernel_entries(root)
+    generated_failures = cpu_kernel_failures(root)
     return {
         "dir": str(root),
         "entries": len(records),
         "bytes": sum(r.bytes for r in records) + sum(d["bytes"] for d in discovery)
-        + sum(g["bytes"] for g in guards + failures) + sum(g["bytes"] for g in generated),
+        + sum(g["bytes"] for g in guards + failures + generated + generated_failures),
         "kernel_bytes": sum(r.bytes for r in records),
         "damaged": sum(r.problem is not None for r in records),
         "versions": [dict(zip(VERSION_FIELDS, v), entries=n) for v, n in sorted(versions.items(), key=str)],
@@ -167,15 +183,16 @@ def info(root: Path | None = None) -> dict:
         "guard": guards,
         "guard_failures": failures,
         "cpu_kernels": generated,
+        "cpu_kernel_failures": generated_failures,
     }
 
 
 def verify(root: Path | None = None, fix: bool = False) -> list[dict]:
-    """The damaged kernel and guard entries (content hash, metadata, ownership/permissions); with fix, they
-    are removed."""
+    """The damaged kernel, guard and generated CPU kernel entries (content hash, metadata, ownership/permissions);
+    with fix, they are removed."""
     damaged = [{"key": r.key, "path": str(r.directory), "problem": r.problem} for r in scan(root) if r.problem]
     damaged += [{"key": g["key"], "path": str(Path(g["path"]).parent), "problem": g["problem"]}
-                for g in guard_entries(root) if g["problem"]]
+                for g in guard_entries(root) + cpu_kernel_entries(root) if g["problem"]]
     if fix:
         for item in damaged:
             shutil.rmtree(item["path"], ignore_errors=True)
@@ -193,14 +210,15 @@ def parse_age(text: str) -> float:
 def clean(
     root: Path | None = None, *, everything: bool = False, older_than_s: float | None = None,
     dtype: str | None = None, stale_for: dict | None = None, current_discovery: set[str] | None = None,
-    current_guard: str | None = None, dry_run: bool = False,
+    current_guard: str | None = None, current_cpu_kernels: set[str] | None = None, dry_run: bool = False,
 ) -> list[dict]:
     """Remove entries matching any given criterion, and what interrupted imports left over an hour ago;
     returns what was (or, dry run, would be) removed.
 
     stale_for: the current {"torch", "triton", "jitdtypes"} versions; entries made by others are stale, as
-    are discovery results other than `current_discovery` (the paths this build and jitdtypes would use) and
-    compiled guards other than `current_guard` (the key this torch build would load)."""
+    are discovery results other than `current_discovery` (the paths this build and jitdtypes would use),
+    compiled guards other than `current_guard` (the key this torch build would load) and generated CPU kernels
+    whose key is not in `current_cpu_kernels` (those this torch build and jitdtypes would look up)."""
     root = root or locations.cache_root()
     now = time.time()
     chosen = []
@@ -237,6 +255,23 @@ def clean(
             chosen.append({"path": failure["path"], "key": failure["key"], "bytes": failure["bytes"],
                            "op": "failed guard build", "dtype": None,
                            "reason": "all" if everything else "stale" if stale_for is not None else "unused"})
+    for package in cpu_kernel_entries(root):
+        stale = stale_for is not None and package["key"] not in (current_cpu_kernels or set())
+        old = older_than_s is not None and now - float(package["last_used"] or 0) > older_than_s
+        of_dtype = dtype is not None and package["dtype"] == dtype
+        if everything or stale or old or of_dtype:
+            chosen.append({"path": str(Path(package["path"]).parent), "key": package["key"],
+                           "bytes": package["bytes"], "op": f"generated {package['overload']}",
+                           "dtype": package["dtype"], "reason": ", ".join(
+                               r for r, chose in (("all", everything), ("stale", stale), ("unused", old),
+                                                  (f"dtype {dtype}", of_dtype)) if chose)})
+    for failure in cpu_kernel_failures(root):  # --stale forgets current failures too: the next need builds again
+        old = older_than_s is not None and now - float(failure["created"] or 0) > older_than_s
+        if everything or stale_for is not None or old or (dtype is not None and failure["dtype"] == dtype):
+            chosen.append({"path": failure["path"], "key": failure["key"], "bytes": failure["bytes"],
+                           "op": f"failed build of generated {failure['overload']}", "dtype": failure["dtype"],
+                           "reason": "all" if everything else "stale" if stale_for is not None else
+                           "unused" if old else f"dtype {dtype}"})
     for path in leftovers(root):
         if now - path.stat().st_mtime > LEFTOVER_AGE_S:
             chosen.append({"path": str(path), "key": None, "bytes": sum(f.stat().st_size for f in path.rglob("*")

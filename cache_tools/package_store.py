@@ -3,10 +3,13 @@
     <root>/cpu_kernels/<key[:2]>/<key>/kernel.pt2   the package (a zip of the compiled .so and its metadata)
     <root>/cpu_kernels/<key[:2]>/<key>/meta.json    {"key", "sha256", "bytes", "created", "last_used", ...}
     <root>/cpu_kernels/<key[:2]>/<key>.lock         serializes building one key across processes
+    <root>/cpu_kernels/<key[:2]>/<key>.failed.json  a build of this key that failed ({"key", "created", "error",
+                                                    "torch", "overload", "dtype"}); no entry directory then
 
 The rules of store.py: the package is written before the metadata, each atomically, so an entry without valid
 metadata is incomplete and one whose package does not hash to meta["sha256"] is corrupt; entries and the
 directories above them must belong to this user and be writable by nobody else. Neither is ever loaded.
+A failed build is remembered (store.FailureRecords), so that later processes do not pay for it again.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import time
 from pathlib import Path
 
 from . import atomic, locations
-from .store import CorruptEntry, Entry, KeyedStore
+from .store import FAILED, CorruptEntry, Entry, FailureRecords, KeyedStore
 
 PACKAGE, META = "kernel.pt2", "meta.json"
 
@@ -31,8 +34,11 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-class PackageStore(KeyedStore):
+class PackageStore(KeyedStore, FailureRecords):
     FOLDER, FILES = "cpu_kernels", (PACKAGE, META)
+
+    def failure_path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}{FAILED}"
 
     def read(self, key: str) -> Entry | None:
         """The entry for `key` (its `source` is the package's path), None if absent; InsecureEntry or

@@ -76,6 +76,42 @@ def sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+FAILED = ".failed.json"
+
+
+class FailureRecords:
+    """Builds that failed, remembered per key as <failure_path(key)> (written whole, read only when private to
+    the user), so that later processes do not pay for the build again: {"key", "created", ...what failed}."""
+
+    root: Path
+
+    def failure_path(self, key: str) -> Path:
+        raise NotImplementedError
+
+    def record_failure(self, key: str, record: dict) -> None:
+        locations.ensure_dir(self.failure_path(key).parent)
+        record = {**record, "key": key, "created": time.time()}
+        atomic.write_text(self.failure_path(key), json.dumps(record, indent=1, sort_keys=True))
+
+    def read_failure(self, key: str) -> dict | None:
+        """The remembered failed build of `key`, or None: absent, unreadable, or writable by someone else (a
+        record only ever suppresses a build, so one that cannot be trusted is ignored and the build retried)."""
+        path = self.failure_path(key)
+        try:
+            check_private(path)
+            record = json.loads(path.read_text())
+        except (OSError, ValueError, InsecureEntry):
+            return None
+        return record if isinstance(record, dict) and record.get("key") == key else None
+
+    def forget_failure(self, key: str) -> None:
+        self.failure_path(key).unlink(missing_ok=True)
+
+    def failures(self) -> list[Path]:
+        """Every remembered failed build, of any key."""
+        return sorted(self.root.glob(f"**/*{FAILED}")) if self.root.is_dir() else []
+
+
 class KeyedStore:
     """One content-addressed directory per key under <cache>/<FOLDER>/<key[:2]>/<key>, with its lock beside it.
     owners: the uids an entry and its directories may belong to (default: this user; read-only layers also
@@ -105,6 +141,14 @@ class KeyedStore:
             if path.exists():
                 check_trusted(path, self.owners)
         return directory
+
+    def touch(self, entry: Entry) -> None:
+        """Record a use (best effort: a read-only cache still serves its entries)."""
+        entry.meta["last_used"] = time.time()
+        try:
+            atomic.write_text(entry.directory / META, json.dumps(entry.meta, indent=1, sort_keys=True))
+        except OSError:
+            pass
 
 
 class KernelStore(KeyedStore):
@@ -145,10 +189,3 @@ class KernelStore(KeyedStore):
         """Replace an entry's metadata (callers hold its lock)."""
         atomic.write_text(entry.directory / META, json.dumps(entry.meta, indent=1, sort_keys=True))
 
-    def touch(self, entry: Entry) -> None:
-        """Record a use (best effort: a read-only cache still serves its entries)."""
-        entry.meta["last_used"] = time.time()
-        try:
-            atomic.write_text(entry.directory / META, json.dumps(entry.meta, indent=1, sort_keys=True))
-        except OSError:
-            pass

@@ -156,6 +156,43 @@ def test_info_and_verify_cover_the_compiled_guard(cache):
     assert not library.parent.exists()
 
 
+def _package(cache: Path, key: str, dtype: str = "complex32") -> Path:
+    """A generated CPU kernel entry (the store checks bytes and metadata only, so any bytes are a package)."""
+    from jitdtypes.cache_tools.package_store import PackageStore
+
+    store, package = PackageStore(cache), cache / "scratch.pt2"
+    package.write_bytes(b"PK\x03\x04 an AOTInductor package")
+    with store.lock(key):
+        entry = store.write(key, package, {"overload": "aten::exp", "dtype": dtype, "torch": "x"})
+    package.unlink()
+    return entry.directory
+
+
+def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
+    from jitdtypes import cpu_kernels
+    from jitdtypes.cache_tools.package_store import PackageStore
+
+    current = cpu_kernels.key("aten::exp", dtypes.BY_NAME["complex32"])
+    kept, stale, damaged = _package(cache, current), _package(cache, "ab" * 20), _package(cache, "cd" * 20)
+    (damaged / "kernel.pt2").write_bytes(b"PK\x03\x04 changed")
+    PackageStore(cache).record_failure(cpu_kernels.key("aten::sin", dtypes.BY_NAME["complex32"]),
+                                       {"overload": "aten::sin", "dtype": "complex32", "error": "it failed"})
+    info = json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)
+    assert len(info["cpu_kernels"]) == 3 and [f["overload"] for f in info["cpu_kernel_failures"]] == ["aten::sin"]
+    assert "1 failed builds of generated CPU kernels" in jitdtypes_cli(cache, "cache", "info").stdout
+
+    report = jitdtypes_cli(cache, "cache", "verify", check_rc=1).stdout
+    assert f"damaged {damaged}: package does not match its recorded sha256" in report and "1 damaged" in report
+    jitdtypes_cli(cache, "cache", "verify", "--fix")
+    assert not damaged.exists() and kept.exists()
+
+    assert "generated aten::exp" in jitdtypes_cli(cache, "cache", "clean", "--stale").stdout
+    assert kept.exists() and not stale.exists() and not any(cache.rglob("*.failed.json"))
+    assert "generated aten::exp complex32; dtype complex32" in jitdtypes_cli(
+        cache, "cache", "clean", "--dtype", "complex32").stdout
+    assert not kept.exists()
+
+
 def test_demo_runs(cache):
     demo = jitdtypes_cli(cache, "demo", "--device", "cpu", "--size", "64").stdout
     lines = demo.splitlines()

@@ -231,6 +231,34 @@ def test_tampered_package_is_rebuilt(installed, monkeypatch):
     assert store.read(cpu_kernels.key(overload, dtype)).source == path
 
 
+def test_failed_build_is_remembered_until_retried(tmp_path, monkeypatch):
+    """A build that fails is not run again by later calls or processes (each took 10-30 s of CPU), until a
+    retry (`jitdtypes warm --device cpu`) builds it."""
+    monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path))
+    builds = []
+
+    def build(overload, dtype, package, into, works=False):
+        builds.append(overload)
+        if not works:
+            raise RuntimeError("building it failed: error: 'aoti_torch_dtype_x' was not declared")
+        package.write_bytes(b"PK\x03\x04 a package")
+
+    monkeypatch.setattr(cpu_kernels, "_build_in_child", build)
+    overload, dtype = "aten::exp", torch.complex32
+    with pytest.raises(RuntimeError, match="was not declared"):
+        cpu_kernels._package(overload, dtype)
+    store = cpu_kernels._store()
+    record = store.read_failure(cpu_kernels.key(overload, dtype))
+    assert record["overload"] == overload and "was not declared" in record["error"]
+    with pytest.raises(RuntimeError, match="not built again until `jitdtypes warm --device cpu`"):
+        cpu_kernels._package(overload, dtype)
+    assert builds == [overload]
+    monkeypatch.setattr(cpu_kernels, "_build_in_child", lambda *a: build(*a, works=True))
+    path = cpu_kernels._package(overload, dtype, retry=True)
+    assert builds == [overload] * 2 and store.read_failure(cpu_kernels.key(overload, dtype)) is None
+    assert cpu_kernels._package(overload, dtype) == path and len(builds) == 2
+
+
 def test_insecure_package_is_refused(installed):
     entry = cpu_kernels._store().read(cpu_kernels.key("aten::angle", torch.complex32))
     mode = entry.directory.stat().st_mode

@@ -58,6 +58,11 @@ def info(args) -> int:
         print(f"cpu        {len(generated)} generated CPU kernels, {sum(g['bytes'] for g in generated):,} bytes ("
               + ", ".join(f"torch {t}: {n}" for t, n in sorted(per_torch.items(), key=str))
               + (f"; {damaged} damaged, rebuilt when next needed" if damaged else "") + ")")
+    failed = report["cpu_kernel_failures"]
+    if failed:
+        print(f"cpu        {len(failed)} failed builds of generated CPU kernels, not built again until `jitdtypes warm "
+              f"--device cpu` or `jitdtypes cache clean --stale` (the upcast path serves them): "
+              + ", ".join(sorted(f"{(f['overload'] or '?').removeprefix('aten::')} {f['dtype']}" for f in failed)))
     print(f"total      {report['bytes']:,} bytes")
     return 0
 
@@ -113,14 +118,15 @@ def show(args) -> int:
 def clean(args) -> int:
     if not (args.all or args.older_than is not None or args.dtype is not None or args.stale):
         raise UsageError("say what to remove: --all, --older-than AGE, --dtype D or --stale")
-    from jitdtypes import discovery
+    from jitdtypes import cpu_kernels, discovery
     from jitdtypes.cache_tools import inventory
     from jitdtypes.native_guard import build
 
     current = {str(discovery.cache_path(device)) for device in ("cpu", "cuda")}
     removed = inventory.clean(everything=args.all, older_than_s=args.older_than, dtype=args.dtype,
                               stale_for=_current_versions() if args.stale else None, current_discovery=current,
-                              current_guard=build.key(), dry_run=args.dry_run)
+                              current_guard=build.key(), current_cpu_kernels=cpu_kernels.current_keys(),
+                              dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for item in removed:
         label = f"{item['op']} {item['dtype'] or ''}".strip()
@@ -143,7 +149,8 @@ def verify(args) -> int:
     from jitdtypes.cache_tools import inventory
 
     damaged = inventory.verify(fix=args.fix)
-    total = len(inventory.scan()) + len(inventory.guard_entries()) + (len(damaged) if args.fix else 0)
+    total = (len(inventory.scan()) + len(inventory.guard_entries()) + len(inventory.cpu_kernel_entries())
+             + (len(damaged) if args.fix else 0))
     for item in damaged:
         print(f"{'removed' if args.fix else 'damaged'} {item['path']}: {item['problem']}")
     print(f"{total} entries checked, {len(damaged)} damaged" + (", removed (they regenerate on next use)"

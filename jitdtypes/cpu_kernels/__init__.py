@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import torch
@@ -149,9 +150,10 @@ def to_warm(dtype_list, ops=None) -> list[tuple[str, torch.dtype]]:
 
 
 def ensure(overload: str, dtype: torch.dtype) -> bool:
-    """Build or find the package and install it now (`jitdtypes warm --device cpu`): True if it was built."""
+    """Build or find the package and install it now (`jitdtypes warm --device cpu`): True if it was built. A
+    remembered failed build is tried again."""
     before = len(built)
-    _install(overload, dtype, _packages(overload, dtype))
+    _install(overload, dtype, _packages(overload, dtype, retry=True))
     with _lock:
         _requested.add((overload, dtype))
     return len(built) > before
@@ -209,6 +211,14 @@ def key(overload: str, dtype: torch.dtype, into: bool = False) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:40]
 
 
+def current_keys() -> set[str]:
+    """The cache keys this torch build and jitdtypes look packages up by (`jitdtypes cache clean --stale` keeps
+    only these)."""
+    overloads = set(GENERATED) | set(WRITING)
+    return {key(overload, dtype, into) for overload in overloads for dtype in dtypes.COMPLEX_BY_NAME.values()
+            for into in _variants(overload)}
+
+
 def _store():
     from jitdtypes.cache_tools.package_store import PackageStore
 
@@ -224,29 +234,47 @@ def _provide(overload: str, dtype: torch.dtype) -> None:
                     overload, dtypes.NAMES[dtype], _failed[(overload, dtype)])
 
 
-def _packages(overload: str, dtype: torch.dtype) -> list[str]:
+def _packages(overload: str, dtype: torch.dtype, retry: bool = False) -> list[str]:
     """The path of each model's package (models(overload)): the writing package's first model, then the
     functional op's."""
-    paths = {into: _package(overload, dtype, into) for into in reversed(_variants(overload))}
+    paths = {into: _package(overload, dtype, into, retry) for into in reversed(_variants(overload))}
     return [paths[name in (INTO, INTO_LANES)] for name in models(overload)]
 
 
-def _package(overload: str, dtype: torch.dtype, into: bool = False) -> str:
-    """The cached package's path, built first (in a child process) if the cache lacks it: check, lock, check."""
+def _package(overload: str, dtype: torch.dtype, into: bool = False, retry: bool = False) -> str:
+    """The cached package's path, built first (in a child process) if the cache lacks it: check, lock, check.
+    A failed build is remembered for its key (torch build and build source included), so that every later
+    process does not spend the build's 10-30 s of CPU again; unless `retry`, it raises at once."""
     store, entry_key = _store(), key(overload, dtype, into)
     entry = _intact(store, entry_key)
     if entry is None:
         with store.lock(entry_key):
             entry = _intact(store, entry_key)
             if entry is None:
+                _raise_remembered(store, entry_key, retry)
+                described = {"overload": functional(overload), "dtype": dtypes.NAMES[dtype], "into": into,
+                             "torch": torch.__version__}
                 with tempfile.TemporaryDirectory(prefix="jitdtypes-cpu-kernel-") as scratch:
                     package = Path(scratch) / "kernel.pt2"
-                    _build_in_child(functional(overload), dtype, package, into)
+                    try:
+                        _build_in_child(functional(overload), dtype, package, into)
+                    except RuntimeError as exc:
+                        store.record_failure(entry_key, {**described, "error": str(exc)})
+                        raise
                     built.append((overload, dtype))
-                    entry = store.write(entry_key, package, {"overload": functional(overload),
-                                                             "dtype": dtypes.NAMES[dtype], "into": into,
-                                                             "torch": torch.__version__})
+                    entry = store.write(entry_key, package, described)
+                store.forget_failure(entry_key)
+                return entry.source
+    store.touch(entry)  # what `jitdtypes cache clean --older-than` reads
     return entry.source
+
+
+def _raise_remembered(store, entry_key: str, retry: bool) -> None:
+    failure = None if retry else store.read_failure(entry_key)
+    if failure is not None:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(failure.get("created") or 0)))
+        raise RuntimeError(f"{failure.get('error')} (at {when}; not built again until `jitdtypes warm --device cpu` "
+                           "or `jitdtypes cache clean --stale`)")
 
 
 def _intact(store, entry_key: str):
