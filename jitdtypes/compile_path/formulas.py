@@ -13,6 +13,8 @@ import math
 import torch
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
+_LN2_HIGH = 2839 / 4096  # ln 2 to 12 bits
+_EXP_OF_MINUS_LN2_LOW = math.exp(_LN2_HIGH - _LN2)
 
 
 def imag_or_zero(im):
@@ -96,6 +98,46 @@ def reciprocal(x):
     return div((torch.ones_like(a), None), (a, b))
 
 
+# -- real functions, from those Inductor's C++ backend vectorizes fast on every torch -----------------------------
+# On torch 2.14 (not 2.11) Inductor's C++ code runs float32 expm1 and log1p through Sleef calls about 40x slower
+# than its exp and log (1M elements on 2 cores: expm1 5.7 ms, log1p 5.2 ms, exp 0.12 ms, log 0.17 ms; 2.11:
+# 0.13 and 0.27 ms), and sinh and cosh as scalar std::sinh/std::cosh loops (9.0 and 3.9 ms; 2.11: 0.46, 0.44 ms).
+# Written with exp, log and polynomials instead, they stay within 3 float32 ulps of the exact values, far below a
+# 16-bit result's rounding.
+
+
+def real_expm1(x: torch.Tensor) -> torch.Tensor:
+    """e^x - 1 without cancellation (Kahan): (u - 1) x / log u with u = e^x corrects the rounding of u."""
+    u = torch.exp(x)
+    u_minus_one = u - 1.0
+    corrected = u_minus_one * (x / torch.log(u))  # the ratio first: (u - 1) x overflows before e^x does
+    return torch.where(u == 1.0, x, torch.where(is_inf(u_minus_one) | (u_minus_one == -1.0), u_minus_one, corrected))
+
+
+def real_log1p(x: torch.Tensor) -> torch.Tensor:
+    """log(1 + x) without cancellation (Kahan): log(u) x / (u - 1) with u = 1 + x corrects the rounding of u."""
+    u = 1.0 + x
+    u_minus_one = u - 1.0
+    log_u = torch.log(u)
+    return torch.where(u_minus_one == 0, x, torch.where(is_inf(u) | (u == 0), log_u, log_u * (x / u_minus_one)))
+
+
+def real_sinh_cosh(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(sinh a, cosh a): e^|a|/2 is e^(|a| - ln 2) past |a| = 88, where e^|a| overflows float32 and cosh does not
+    yet (up to 89.4); below |a| = 1 sinh is its Taylor series to a^11 (the next term is under 2^-32 of it), free
+    of the cancellation in e^|a|/2 - e^-|a|/2; a zero keeps its sign."""
+    size = a.abs()
+    # e^|a| / 2; past 88 as e^(|a| - ln 2): |a| minus ln 2's leading 12 bits is exact, the rest a factor
+    half_exp = torch.where(size < 88.0, 0.5 * torch.exp(size), torch.exp(size - _LN2_HIGH) * _EXP_OF_MINUS_LN2_LOW)
+    half_exp_of_minus = 0.25 / half_exp  # e^-|a| / 2
+    square = a * a
+    series = a * (1.0 + square * (1 / 6 + square * (1 / 120 + square * (1 / 5040 + square * (1 / 362880
+                                                                                        + square / 39916800)))))
+    sinh_of_size = half_exp - half_exp_of_minus
+    sinh = torch.where(size < 1.0, series, torch.where(a < 0, -sinh_of_size, sinh_of_size))
+    return sinh, half_exp + half_exp_of_minus
+
+
 # -- exponentials and logarithms ------------------------------------------------------------------------------
 
 
@@ -119,7 +161,7 @@ def expm1(x):
     real-axis special case: expm1(inf + 0i) is inf + i NaN there (inf * sin 0), and so it is here."""
     a, b = x
     half_sin = torch.sin(b * 0.5)
-    re = torch.expm1(a) * torch.cos(b) - 2.0 * half_sin * half_sin
+    re = real_expm1(a) * torch.cos(b) - 2.0 * half_sin * half_sin
     return re, torch.exp(a) * torch.sin(b)
 
 
@@ -132,7 +174,7 @@ def log(x):
     # near |z| = 1, log |z| = log1p(x^2 + y^2 - 1) / 2 with x >= y, as clogf: log(1 + 1e-7i) is 5e-15, not 0
     big, small = torch.maximum(a.abs(), b.abs()), torch.minimum(a.abs(), b.abs())
     near_one = (size > 0.5) & (size < 2.0)
-    re = torch.where(near_one, 0.5 * torch.log1p((big - 1.0) * (big + 1.0) + small * small), re)
+    re = torch.where(near_one, 0.5 * real_log1p((big - 1.0) * (big + 1.0) + small * small), re)
     return re, torch.atan2(b, a)
 
 
@@ -213,7 +255,8 @@ def power(x, w):
 
 def sinh(x):
     a, b = x
-    re, im = torch.sinh(a) * torch.cos(b), torch.where(b == 0, b, torch.cosh(a) * torch.sin(b))
+    sinh_a, cosh_a = real_sinh_cosh(a)
+    re, im = sinh_a * torch.cos(b), torch.where(b == 0, b, cosh_a * torch.sin(b))
     nonfinite_im = ~is_finite(b)
     kept = torch.where(a == 0, a, torch.full_like(a, math.inf))  # the real part of sinh(0 or +-inf + i nonfinite)
     return torch.where(nonfinite_im & ((a == 0) | is_inf(a)), kept, re), im
@@ -221,7 +264,8 @@ def sinh(x):
 
 def cosh(x):
     a, b = x
-    re, im = torch.cosh(a) * torch.cos(b), torch.where(b == 0, b, torch.sinh(a) * torch.sin(b))
+    sinh_a, cosh_a = real_sinh_cosh(a)
+    re, im = cosh_a * torch.cos(b), torch.where(b == 0, b, sinh_a * torch.sin(b))
     nonfinite_im = ~is_finite(b)
     return (torch.where(nonfinite_im & is_inf(a), a.abs(), re),
             torch.where(nonfinite_im & (a == 0), torch.zeros_like(a), im))
@@ -245,7 +289,7 @@ def tanh(x):
     a, b = x
     t = torch.tan(b)
     beta = 1.0 + t * t
-    s = torch.sinh(a)
+    s = real_sinh_cosh(a)[0]
     rho = torch.sqrt(1.0 + s * s)
     denominator = 1.0 + beta * s * s
     large = a.abs() > 20.0
