@@ -97,7 +97,7 @@ def _from_two_elements(overload, dtype, path):
     """The package installed from 2 elements on, so that OpInfo's small sample tensors reach it."""
     from jitdtypes import native_guard
 
-    native_guard.install_generated(overload, "CPU", dtype, path, table.models(overload), 2,
+    native_guard.install_generated(overload, "CPU", dtype, path, table.models(overload, dtypes.NAMES[dtype]), 2,
                                    words=dtype != torch.complex32)
     try:
         yield
@@ -198,7 +198,8 @@ def test_spread_opinfo_samples_agree_with_complex64(spreading, overload, dtype, 
 
 
 # Binary ops with a broadcast operand: the rows and columns models (table.BINARY_MODELS)
-BROADCAST_CASES = [("aten::div.Tensor", torch.complex32, "div"), ("aten::add.Tensor", torch.complex32, "add")]
+BROADCAST_CASES = [("aten::div.Tensor", torch.complex32, "div"), ("aten::add.Tensor", torch.complex32, "add"),
+                   ("aten::mul.Tensor", torch.complex32, "mul")]  # rows: lanes with their pairs (table.PAIRS)
 if BCOMPLEX32 is not None:
     BROADCAST_CASES.append(("aten::mul.Tensor", BCOMPLEX32, "mul"))
 BROADCAST_IDS = [f"{name}-{dtypes.NAMES[d]}" for _, d, name in BROADCAST_CASES]

@@ -22,6 +22,7 @@ import jitdtypes
 from jitdtypes import cpu_kernels, dtypes
 from jitdtypes.cpu_kernels import table
 from jitdtypes.cache_tools.store import InsecureEntry
+from jitdtypes.compile_path import formulas
 
 from .cpu_kernel_support import BCOMPLEX32, bits, call, eager_kernels, inputs, package_result, upcast
 from .opinfo_samples import op_db
@@ -157,7 +158,7 @@ def test_in_place_and_out_forms_write_through_their_own_package(installed):
         cpu_kernels.first_need("aten::exp_", dtype)
         x.clone().exp_()
     into = cpu_kernels._installed[("aten::exp_", dtype)]
-    assert into != installed[("aten::exp", dtype)] and table.models("aten::exp_") == (table.INTO,)
+    assert into != installed[("aten::exp", dtype)] and table.models("aten::exp_", "complex32") == (table.INTO,)
     expected = package_result(installed[("aten::exp", dtype)], [x], dtype)
     x.clone().sin_(), torch.sin(x, out=torch.empty_like(x))  # a first call of an op takes the router
     try:
@@ -346,9 +347,10 @@ def test_warm_command_builds_the_generated_kernels_of_every_dtype():
 
 # Ops PyTorch serves itself for complex32, more slowly than a generated kernel (cpu_kernels.table.OVERRIDDEN)
 OVERRIDDEN_CASES = [("aten::sum", torch.complex32, "sum"), ("aten::add.Tensor", torch.complex32, "add"),
-                    ("aten::abs", torch.complex32, "abs"), ("aten::addcmul", torch.complex32, "addcmul")]
+                    ("aten::abs", torch.complex32, "abs"), ("aten::addcmul", torch.complex32, "addcmul"),
+                    ("aten::mul.Tensor", torch.complex32, "mul")]
 OVERRIDDEN_IDS = [name for _, _, name in OVERRIDDEN_CASES]
-ARITY = {"add": 2, "addcmul": 3}  # tensors per call (the others take one)
+ARITY = {"add": 2, "mul": 2, "addcmul": 3}  # tensors per call (the others take one)
 
 
 @pytest.fixture(scope="module")
@@ -389,7 +391,7 @@ def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtyp
 
 @pytest.mark.parametrize("overload,dtype,name", OVERRIDDEN_CASES, ids=OVERRIDDEN_IDS)
 def test_overridden_calls_run_the_installed_package(installed, overriding, overload, dtype, name):
-    """Which package serves a call, seen by installing another op's (exp for sum, div for add) in its slot;
+    """Which package serves a call, seen by installing another op's (exp for sum, div for add, mul) in its slot;
     addcmul, the one ternary op, by its one rounding where PyTorch's complex32 kernel rounds each step."""
     from jitdtypes import native_guard
 
@@ -406,7 +408,7 @@ def test_overridden_calls_run_the_installed_package(installed, overriding, overl
         torch.testing.assert_close(ours.to(torch.complex64), upcast(name, tensors, dtype).to(torch.complex64),
                                    rtol=2 ** -9, atol=2 ** -6)
         return
-    other = "div" if name == "add" else "exp"
+    other = "div" if ARITY.get(name) == 2 else "exp"
     other_package = installed[("aten::exp" if other == "exp" else "aten::div.Tensor", dtype)]
     native_guard.install_generated(overload, "CPU", dtype, other_package, ("model",), 2, words=False)
     try:
@@ -530,6 +532,29 @@ def test_lanes_packages_add_each_part_in_float32(installed, overriding, overload
     # equal values; not bits: the same multiplication turns -0 - 0i's real part into +0 in complex64
     assert torch.equal(got[finite].to(torch.complex64),
                        upcast(name, [x[finite], y[finite]], dtype).to(torch.complex64))
+
+
+PAIRS_FORMULAS = {"mul": lambda x, w: formulas.mul(x, w),
+                  "addcmul": lambda x, t1, t2: formulas.add(x, formulas.mul(t1, t2), 1)}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS_FORMULAS))
+def test_pairs_packages_compute_the_formula_on_every_lane(overriding, name):
+    """complex32 mul and addcmul read the parts as lanes, each lane its element's other part from a
+    neighbour (table.PAIRS): every lane, the first and last ones (computed apart) included, holds the compile
+    path's formula on that element's float32 parts rounded once, special values included, at every length."""
+    overload = f"aten::{name}.Tensor" if name == "mul" else f"aten::{name}"
+    assert table.reads(overload, "complex32") == table.PAIRS
+    path = cpu_kernels._installed[(overload, torch.complex32)]
+    for length in (2, 3, 33, 4097, 8192):
+        tensors = [_with_special_values(t) if length > 100 else t
+                   for t in inputs(torch.complex32, (length,), ARITY[name], seed=length)]
+        parts = [torch.view_as_real(t).float().unbind(-1) for t in tensors]
+        re, im = PAIRS_FORMULAS[name](*parts)
+        expected = torch.stack([re, im], -1).half()
+        got = torch.view_as_real(package_result(path, tensors, torch.complex32))
+        assert torch.equal(got.isnan(), expected.isnan()), length
+        assert torch.equal(bits(got[~got.isnan()]), bits(expected[~expected.isnan()])), length
 
 
 def test_ops_rows_show_the_generated_path(installed, overriding):

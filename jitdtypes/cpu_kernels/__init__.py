@@ -197,7 +197,7 @@ def available(overload: str, dtype: torch.dtype) -> bool:
 
 
 def _variants(overload: str) -> tuple[bool, ...]:
-    """The packages a call of `overload` runs (models(overload) names their models): its functional op's, and
+    """The packages a call of `overload` runs (models() names their models): its functional op's, and
     for a writing form that writes_into, its own (into=True) first."""
     return (True, False) if writes_into(overload) else (False,)
 
@@ -235,10 +235,10 @@ def _provide(overload: str, dtype: torch.dtype) -> None:
 
 
 def _packages(overload: str, dtype: torch.dtype, retry: bool = False) -> list[str]:
-    """The path of each model's package (models(overload)): the writing package's first model, then the
+    """The path of each model's package (models()): the writing package's first model, then the
     functional op's."""
     paths = {into: _package(overload, dtype, into, retry) for into in reversed(_variants(overload))}
-    return [paths[name in (INTO, INTO_LANES)] for name in models(overload)]
+    return [paths[name in (INTO, INTO_LANES)] for name in models(overload, dtypes.NAMES[dtype])]
 
 
 def _package(overload: str, dtype: torch.dtype, into: bool = False, retry: bool = False) -> str:
@@ -304,7 +304,7 @@ def _install(overload: str, dtype: torch.dtype, paths: list[str]) -> None:
     dispatch_key = eligible.get((overload, dtype))
     if dispatch_key is None:
         return  # disabled meanwhile
-    native_guard.install_generated(overload, dispatch_key, dtype, paths, models(overload),
+    native_guard.install_generated(overload, dispatch_key, dtype, paths, models(overload, dtypes.NAMES[dtype]),
                                    _min_numel[(overload, dtype)], words=dtype not in _SHIM_DTYPES,
                                    commutative=commutative(overload))
     _installed[(overload, dtype)] = paths[0]
