@@ -200,8 +200,8 @@ def test_spread_opinfo_samples_agree_with_complex64(spreading, overload, dtype, 
 # Binary ops with a broadcast operand: the rows and columns models (table.BINARY_MODELS)
 BROADCAST_CASES = [("aten::div.Tensor", torch.complex32, "div"), ("aten::add.Tensor", torch.complex32, "add"),
                    ("aten::mul.Tensor", torch.complex32, "mul")]  # rows: lanes with their pairs (table.PAIRS)
-if BCOMPLEX32 is not None:
-    BROADCAST_CASES.append(("aten::mul.Tensor", BCOMPLEX32, "mul"))
+if BCOMPLEX32 is not None:  # words; add: lanes, a column spread by parity
+    BROADCAST_CASES += [("aten::mul.Tensor", BCOMPLEX32, "mul"), ("aten::add.Tensor", BCOMPLEX32, "add")]
 BROADCAST_IDS = [f"{name}-{dtypes.NAMES[d]}" for _, d, name in BROADCAST_CASES]
 # (larger operand's shape, smaller one's, the model, how the model sees them)
 BROADCASTS = [((64, 128), (128,), "rows", (64, 128), (1, 128)),
