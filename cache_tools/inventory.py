@@ -112,17 +112,23 @@ def guard_entries(root: Path | None = None) -> list[dict]:
     return entries
 
 
-def guard_failures(root: Path | None = None) -> list[dict]:
-    """Every remembered failed compiled-guard build (guard_store's `<key>.failed.json`)."""
-    store = GuardStore(root or locations.cache_root())
-    failures = []
+def _failure_rows(store, columns) -> list[dict]:
+    """Every failed build `store` remembers (store.FailureRecords' `<key>.failed.json`), with the record's own
+    `columns(record)` after the common ones."""
+    rows = []
     for path in store.failures():
         key = path.name[: -len(FAILED)]
         record = store.read_failure(key) or {}
-        failures.append({"key": key, "path": str(path), "bytes": path.lstat().st_size, "torch": record.get("torch"),
-                         "compiler": (record.get("compiler") or [None])[0], "created": record.get("created"),
-                         "error": record.get("error"), "problem": None if record else "unreadable or not private"})
-    return failures
+        rows.append({"key": key, "path": str(path), "bytes": path.lstat().st_size, "torch": record.get("torch"),
+                     **columns(record), "created": record.get("created"), "error": record.get("error"),
+                     "problem": None if record else "unreadable or not private"})
+    return rows
+
+
+def guard_failures(root: Path | None = None) -> list[dict]:
+    """Every remembered failed compiled-guard build."""
+    return _failure_rows(GuardStore(root or locations.cache_root()),
+                         lambda record: {"compiler": (record.get("compiler") or [None])[0]})
 
 
 def cpu_kernel_entries(root: Path | None = None) -> list[dict]:
@@ -146,17 +152,9 @@ def cpu_kernel_entries(root: Path | None = None) -> list[dict]:
 
 
 def cpu_kernel_failures(root: Path | None = None) -> list[dict]:
-    """Every remembered failed build of a generated CPU kernel (package_store's `<key>.failed.json`)."""
-    store = PackageStore(root or locations.cache_root())
-    failures = []
-    for path in store.failures():
-        key = path.name[: -len(FAILED)]
-        record = store.read_failure(key) or {}
-        failures.append({"key": key, "path": str(path), "bytes": path.lstat().st_size, "torch": record.get("torch"),
-                         "overload": record.get("overload"), "dtype": record.get("dtype"),
-                         "created": record.get("created"), "error": record.get("error"),
-                         "problem": None if record else "unreadable or not private"})
-    return failures
+    """Every remembered failed build of a generated CPU kernel."""
+    return _failure_rows(PackageStore(root or locations.cache_root()),
+                         lambda record: {"overload": record.get("overload"), "dtype": record.get("dtype")})
 
 
 def info(root: Path | None = None) -> dict:
