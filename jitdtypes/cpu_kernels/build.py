@@ -122,8 +122,7 @@ def _layouts(overload: str, dtype_name: str, into: bool) -> dict:
     kind = table.GENERATED[overload]
     flat = ((SERIAL_EXAMPLE_LENGTH if table.serial(overload, dtype_name) else EXAMPLE_LENGTH,), ("length",))
     if into:  # the written tensor, then the inputs
-        name = table.INTO_LANES if table.reads(overload, dtype_name, table.INTO_LANES) in table.AS_LANES else table.INTO
-        return {name: ([flat] * (3 if kind == table.BINARY else 2), None)}
+        return {table.into_model(overload, dtype_name): ([flat] * (3 if kind == table.BINARY else 2), None)}
     if kind == table.DIM_REDUCTION:
         return {**_DIM_MODEL_LAYOUTS, "whole": ([flat], (0,))}
     if kind == table.BINARY:

@@ -47,9 +47,12 @@ def models(overload: str, dtype_name: str) -> tuple[str, ...]:
     its own package's INTO model where its operands share one layout, its functional op's package otherwise."""
     kind = GENERATED[functional(overload)]
     own = DIM_MODELS if kind == DIM_REDUCTION else BINARY_MODELS if kind == BINARY else ("model",)
-    if not writes_into(overload):
-        return own
-    return (INTO_LANES if reads(functional(overload), dtype_name, INTO_LANES) in AS_LANES else INTO, *own[1:])
+    return (into_model(functional(overload), dtype_name), *own[1:]) if writes_into(overload) else own
+
+
+def into_model(overload: str, dtype_name: str) -> str:
+    """The model of the writing forms' own package of the functional `overload`: its tensors as lanes or words."""
+    return INTO_LANES if reads(overload, dtype_name, INTO_LANES) in AS_LANES else INTO
 
 
 def commutative(overload: str) -> bool:
