@@ -12,7 +12,7 @@ read back with the wheel's cuobjdump: registers, spills, shared memory, the narr
 store, tensor-core and fp64 instructions, and for GEMMs the wgmma waits and whether operand tiles pass through
 registers on their way to shared memory inside the K loop.
 
-The cases, the recorder and the compile step live in jitdtypes/aot.py, which `jitdtypes warm --arch` shares.
+The cases, the recorder and the compile step live in jitdtypes/triton_kernels/aot.py, which `jitdtypes warm --arch` shares.
 
 Prints one summary row per (arch, dtype, family) and every failed criterion (--kernels: one row per kernel
 too), or JSON with --json. Table runs append rows to benchmarks/results/aot_check.csv. --subset compiles a few
@@ -34,10 +34,10 @@ import time
 import warnings
 from pathlib import Path
 
-from jitdtypes.aot import (ARCHES, CASES, FILL, GEMM, STORE_WIDTH, WIDTH, Arch, Launch, compile_launch, families,
-                           map_launches, recording)
+from jitdtypes.triton_kernels.aot import (ARCHES, CASES, FILL, GEMM, STORE_WIDTH, WIDTH, Arch, Launch,
+    compile_launch, families, map_launches, recording)
 from jitdtypes import dtypes, torch_compat
-from jitdtypes.kernels_templates import common
+from kernels_templates import common
 
 FILL_PER_SM = 2  # 1M-element reductions and scans launch at least this many programs per SM
 MIN_ACCESS_BITS = 64

@@ -341,7 +341,7 @@ def main() -> None:
     parser.add_argument("--devices", default="cpu,cuda", help="comma-separated device types (those present)")
     args = parser.parse_args()
     assert jitdtypes.is_enabled(), "the benchmark measures jitdtypes: unset JITDTYPES_DISABLE"
-    assert jitdtypes._compile_path is not None, "jitdtypes.enable() installs the compile path"
+    assert jitdtypes.installer.compile_installation() is not None, "jitdtypes.enable() installs the compile path"
     import torch._inductor.config
 
     torch._inductor.config.force_disable_caches = True  # first calls are real compiles

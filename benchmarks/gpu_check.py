@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import torch
 
-from jitdtypes.selftest import rounded, target_dtypes, validate
+from jitdtypes.triton_kernels.selftest import rounded, target_dtypes, validate
 
 COPY_BYTES = 2  # copy_ reads and writes each byte once
 # set in the check's child processes to the arch of a simulated GPU (--simulate)
@@ -146,7 +146,7 @@ def family_timings(name, dtype, device: str, sizes: Sizes = FULL, bench=_bench) 
 
 def adapters_on(device: str):
     """adapter(overload): the template adapter for `device`; an overload without one is an error."""
-    from jitdtypes import engine
+    from jitdtypes.triton_kernels import engine
 
     def adapter(overload):
         found = engine.adapter_for(overload, device)
@@ -275,7 +275,7 @@ def latency_rows(simulate: str | None = None, seeded: bool = False) -> list[dict
         cache, paths = os.path.join(scratch, "cache"), {name: os.path.join(scratch, name) for name in (
             "triton-empty", "warm", "triton-warm", "imported", "triton-imported")}
         if seeded:
-            from jitdtypes.cache_tools import locations
+            from cache_tools import locations
 
             os.makedirs(cache, mode=0o700)
             _seeded(str(locations.cache_root()), cache)

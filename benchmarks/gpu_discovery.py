@@ -28,15 +28,15 @@ TARGET_S = 90.0
 # result must never be stored where an import would read it).
 _DISCOVER = """
 import concurrent.futures, dataclasses, json, sys, time
-from jitdtypes import discovery
+from jitdtypes.discovery import results
 devices, overloads = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 start = time.perf_counter()
 if overloads is None:
-    found = discovery.load_or_discover_all(devices)
+    found = results.load_or_discover_all(devices)
 else:
-    workers = discovery.default_workers(len(devices))
+    workers = results.default_workers(len(devices))
     with concurrent.futures.ThreadPoolExecutor(len(devices)) as pool:
-        found = dict(zip(devices, pool.map(lambda d: discovery.discover(d, overloads, workers), devices)))
+        found = dict(zip(devices, pool.map(lambda d: results.discover(d, overloads, workers), devices)))
 wall = time.perf_counter() - start
 print(json.dumps({"wall_s": wall, "devices": {d: {"overrides": len(f.findings), "crashed": f.crashed, **f.stats}
                                               for d, f in found.items()}}))

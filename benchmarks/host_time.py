@@ -60,7 +60,7 @@ def simulated_gpu(arch, patches=()):
     `patches` [(owner, attribute, value)] applied as well."""
     from triton.runtime import driver
 
-    from jitdtypes import aot
+    from jitdtypes.triton_kernels import aot
 
     class Driver:
         def get_current_device(self):
@@ -94,7 +94,7 @@ def launching_nothing(arch_name: str, launches: list | None = None):
     kernel's name to `launches`, when given)."""
     from triton.compiler.compiler import CompiledKernel
 
-    from jitdtypes import aot
+    from jitdtypes.triton_kernels import aot
 
     def load_nothing(kernel):
         if kernel.module is None:
@@ -116,7 +116,7 @@ def simulated_process(arch_name: str, launches: list | None = None):
 @contextlib.contextmanager
 def cpu_calls_through_templates():
     """Route CPU calls to the templates without Triton's interpreter (set_cpu_backend would turn it on)."""
-    from jitdtypes import engine
+    from jitdtypes.triton_kernels import engine
 
     previous = engine._cpu_backend
     engine._cpu_backend = engine.TRITON_INTERPRET
@@ -140,7 +140,7 @@ class _AlwaysTraced:
 def launch_path(path: str):
     import torch._library.triton as torch_triton
 
-    from jitdtypes.kernels_templates import launcher
+    from kernels_templates import launcher
 
     saved = launcher.direct_launches_enabled, launcher._wrap_state, torch_triton.is_wrap_triton_enabled
     launcher.direct_launches_enabled = path == "direct"

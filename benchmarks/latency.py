@@ -158,7 +158,7 @@ import json, time
 import torch, jitdtypes
 if {preload}:
     import triton, torch._inductor  # what a torch.compile user has loaded already
-from jitdtypes import engine
+from jitdtypes.triton_kernels import engine
 x = torch.randn(1024, dtype=torch.complex64).to(torch.complex32)
 start = time.perf_counter(); torch.exp(x); first = time.perf_counter() - start
 start = time.perf_counter(); torch.exp(x); second = time.perf_counter() - start

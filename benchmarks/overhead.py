@@ -114,7 +114,7 @@ def overridden_overload_calls() -> list[tuple[str, str, object]]:
     """One call per overridden overload that the float32 OpInfo samples reach (through torch.ops)."""
     from tests import opinfo_samples as db
 
-    wanted = {name for name, _ in jitdtypes._registration.keys}
+    wanted = {name for name, _ in jitdtypes.installer.registration().keys}
     recorder = _FirstCalls(wanted)
     for op in db.ops_supporting(torch.float32):
         for sample in db.samples(op, torch.float32, limit=2):
@@ -225,7 +225,7 @@ def main() -> None:
     torch.set_num_threads(1)  # per-call overhead: intra-op threads only add scheduling noise on 8 elements
     everyday = everyday_calls()
     overloads = overridden_overload_calls()
-    print(f"{len(everyday)} everyday calls; {len(overloads)} of {len(jitdtypes._registration.keys)} overridden "
+    print(f"{len(everyday)} everyday calls; {len(overloads)} of {len(jitdtypes.installer.registration().keys)} overridden "
           f"(overload, key) pairs reached by float32 OpInfo samples; {options.rounds} interleaved rounds of "
           f"{options.calls} calls, medians (us), one intra-op thread, torch {torch.__version__}")
     summary = []

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 import jitdtypes
-from jitdtypes import source_digest
+from cache_tools import source_digest
 
 CALLS = {
     "exp": torch.exp,

@@ -1,55 +1,50 @@
-"""The 16-bit dtypes jitdtypes serves, their 32-bit compute dtypes and the rules that map results back."""
+"""The complex dtypes of dtype_table.py as torch dtypes: the lookups every room reads, and PyTorch's rules of
+type promotion that map results back to 16 bits. No fact about a dtype is written here: each comes from its
+row of the table."""
 
 from __future__ import annotations
 
 import torch
 
-from . import dtype_names
+from . import dtype_table
 
 BCOMPLEX32 = getattr(torch, "bcomplex32", None)
 
-COMPLEX_TARGETS: tuple[torch.dtype, ...] = (torch.complex32,) + ((BCOMPLEX32,) if BCOMPLEX32 else ())
-_PRESENT = [name for name in dtype_names.COMPLEX if hasattr(torch, name)]
+# the table's rows this torch build has, keyed by the complex dtype and by its part dtype
+_PRESENT = [row for row in dtype_table.SIXTEEN_BIT if hasattr(torch, row.name)]
+ROW = {getattr(torch, row.name): row for row in _PRESENT + list(dtype_table.WIDE)}
+PART_ROW = {getattr(torch, row.part): row for row in _PRESENT + list(dtype_table.WIDE)}
+
+COMPLEX_TARGETS: tuple[torch.dtype, ...] = tuple(getattr(torch, row.name) for row in _PRESENT)
 # the 16-bit complex dtypes this torch build lacks, each with what to tell whoever asks for it
 ABSENT: dict[str, str] = {
-    name: f"torch.{name} exists from PyTorch {dtype_names.FIRST_RELEASE[name]} on; this is torch "
-          f"{torch.__version__}, where jitdtypes serves {', '.join(_PRESENT)} only"
-    for name in dtype_names.COMPLEX if not hasattr(torch, name)}
+    row.name: f"torch.{row.name} exists from PyTorch {row.first_release} on; this is torch {torch.__version__}, "
+              f"where jitdtypes serves {', '.join(r.name for r in _PRESENT)} only"
+    for row in dtype_table.SIXTEEN_BIT if not hasattr(torch, row.name)}
 # Real 16-bit inputs are targets only for ops that turn real into complex (fft, rfft, stft, complex, polar).
-REAL_TARGETS: tuple[torch.dtype, ...] = (torch.float16, torch.bfloat16)
+REAL_TARGETS: tuple[torch.dtype, ...] = tuple(getattr(torch, row.part) for row in _PRESENT)
 
-COMPUTE_DTYPE = {
-    torch.complex32: torch.complex64,
-    torch.float16: torch.float32,
-    torch.bfloat16: torch.float32,
-}
-if BCOMPLEX32:
-    COMPUTE_DTYPE[BCOMPLEX32] = torch.complex64
-
-REAL_OF = {torch.complex32: torch.float16}
-COMPLEX_OF = {torch.float16: torch.complex32}
-if BCOMPLEX32:
-    REAL_OF[BCOMPLEX32] = torch.bfloat16
-    COMPLEX_OF[torch.bfloat16] = BCOMPLEX32
+REAL_OF = {getattr(torch, row.name): getattr(torch, row.part) for row in _PRESENT}
+COMPLEX_OF = {part: complex_dtype for complex_dtype, part in REAL_OF.items()}
+# the 32-bit dtypes a 16-bit one computes in where PyTorch lacks a kernel
+COMPUTE_DTYPE = {**{c: getattr(torch, ROW[c].wide) for c in REAL_OF},
+                 **{r: getattr(torch, dtype_table.BY_NAME[ROW[c].wide].part) for c, r in REAL_OF.items()}}
 
 # A family is the pair (complex dtype, real dtype) that 32-bit results are rounded back to.
 FAMILY_OF = {c: (c, r) for c, r in REAL_OF.items()}
 FAMILY_OF.update({r: (c, r) for c, r in REAL_OF.items()})
 
-NAMES = {torch.complex32: "complex32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
-if BCOMPLEX32:
-    NAMES[BCOMPLEX32] = "bcomplex32"
+NAMES = {**{c: ROW[c].name for c in REAL_OF}, **{r: ROW[c].part for c, r in REAL_OF.items()}}
 BY_NAME = {name: dtype for dtype, name in NAMES.items()}
 # the 16-bit complex dtypes and their parts by name, as kernel params and the CLI spell them
 COMPLEX_BY_NAME = {NAMES[c]: c for c in COMPLEX_TARGETS}
 PART_BY_NAME = {NAMES[c]: REAL_OF[c] for c in COMPLEX_TARGETS}
-# c10::toString spellings, as the compiled guard reads them
-SCALAR_TYPE_NAMES = {torch.complex32: "ComplexHalf", torch.float16: "Half", torch.bfloat16: "BFloat16"}
-if BCOMPLEX32:
-    SCALAR_TYPE_NAMES[BCOMPLEX32] = "BComplex32"
-
-
-_PART_OF_WIDE = {torch.complex64: torch.float32, torch.complex128: torch.float64}
+# c10::toString spellings and C++ type names, of every complex dtype of the table and its parts
+SCALAR_TYPE_NAMES = {**{c: row.scalar_type for c, row in ROW.items()},
+                     **{r: row.part_scalar_type for r, row in PART_ROW.items()}}
+CPP_TYPE_NAMES = {**{c: row.cpp_type for c, row in ROW.items()}, **{r: row.part_cpp_type for r, row in PART_ROW.items()}}
+# machine epsilon of a complex dtype's parts, and of a real dtype itself
+EPS = {**{c: row.eps for c, row in ROW.items()}, **{r: row.eps for r, row in PART_ROW.items()}}
 
 
 def complex_name(dtype: torch.dtype) -> str | None:
@@ -60,7 +55,8 @@ def complex_name(dtype: torch.dtype) -> str | None:
 def part_dtype(dtype: torch.dtype) -> torch.dtype:
     """The dtype of a complex dtype's real and imaginary parts (complex32 -> float16, complex64 -> float32);
     a real dtype is its own."""
-    return REAL_OF.get(dtype) or _PART_OF_WIDE.get(dtype, dtype)
+    row = ROW.get(dtype)
+    return getattr(torch, row.part) if row is not None else dtype
 
 
 def complex_of(dtype: torch.dtype) -> torch.dtype:

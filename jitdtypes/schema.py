@@ -1,9 +1,11 @@
-"""What jitdtypes needs to know about an ATen overload, read once from its schema."""
+"""What jitdtypes needs to know about an ATen overload, read once from its schema, and how ATen treats the
+tensors an out= overload writes (`resize_output`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import warnings
 
 import torch
 
@@ -110,3 +112,20 @@ def overload(full_name: str) -> Overload:
 
 def all_aten_overloads() -> list[str]:
     return sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::"))
+
+
+def resize_output(out: torch.Tensor, shape) -> None:
+    """ATen's resize_output (aten::_resize_output_ has only a Meta kernel): leave a right-shaped out= tensor
+    alone, otherwise warn if it held elements, then resize it in place."""
+    if out.shape == shape:  # the common call: no torch.Size built (about 0.5 us)
+        return
+    shape = torch.Size(shape)
+    if out.numel():
+        warnings.warn(
+            f"An output with one or more elements was resized since it had shape {list(out.shape)}, which does "
+            f"not match the required output shape {list(shape)}. This behavior is deprecated, and in a future "
+            "PyTorch release outputs will not be resized unless they have zero elements. You can explicitly "
+            "reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
+            UserWarning,
+        )
+    out.resize_(shape)

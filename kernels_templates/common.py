@@ -49,7 +49,6 @@ from __future__ import annotations
 import functools
 import string
 import types
-import warnings
 
 import torch
 
@@ -122,23 +121,6 @@ def collapse_dims(shape, *stride_lists):
             merged.append((size, strides))
     merged.reverse()
     return [s for s, _ in merged], [[st[k] for _, st in merged] for k in range(len(stride_lists))]
-
-
-def resize_output(out: torch.Tensor, shape) -> None:
-    """ATen's resize_output (aten::_resize_output_ has only a Meta kernel): leave a right-shaped out= tensor
-    alone, otherwise warn if it held elements, then resize it in place."""
-    if out.shape == shape:  # the common call: no torch.Size built (about 0.5 us)
-        return
-    shape = torch.Size(shape)
-    if out.numel():
-        warnings.warn(
-            f"An output with one or more elements was resized since it had shape {list(out.shape)}, which does "
-            f"not match the required output shape {list(shape)}. This behavior is deprecated, and in a future "
-            "PyTorch release outputs will not be resized unless they have zero elements. You can explicitly "
-            "reuse an out tensor t by resizing it, inplace, to zero elements with t.resize_(0).",
-            UserWarning,
-        )
-    out.resize_(shape)
 
 
 @functools.lru_cache(maxsize=None)

@@ -266,9 +266,9 @@ _MODULE = '''"""{doc}"""
 import torch
 import triton
 import triton.language as tl
-from jitdtypes.kernels_templates.launcher import launcher
+from kernels_templates.launcher import launcher
 
-from jitdtypes.kernels_templates import elementwise
+from kernels_templates import elementwise
 
 MUTATES = {mutates}
 PART_DTYPE = {part_dtype}

@@ -20,6 +20,7 @@ import operator
 import torch
 
 from jitdtypes import dtypes
+from jitdtypes.schema import resize_output
 
 from . import common, launcher
 from .common import broadcast_shape
@@ -165,7 +166,7 @@ class _Plan:
         if out is not None:
             if out.device != device or (self.inplace and out.shape != shape):
                 return NotImplemented
-            common.resize_output(out, shape)
+            resize_output(out, shape)
             if not writable(out, tensors):
                 return NotImplemented
         if not launchable:

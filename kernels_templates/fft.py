@@ -39,6 +39,7 @@ import math
 import torch
 
 from jitdtypes import dtypes
+from jitdtypes.schema import resize_output
 
 from . import common, launcher
 
@@ -56,8 +57,8 @@ import functools
 import torch
 import triton
 import triton.language as tl
-from jitdtypes.kernels_templates.common import cdiv
-from jitdtypes.kernels_templates.launcher import launcher, on_device_of, traced
+from kernels_templates.common import cdiv
+from kernels_templates.launcher import launcher, on_device_of, traced
 
 MUTATES = ("out",)
 LOG2_FFT_LENGTH = $log2_fft_length
@@ -403,7 +404,7 @@ def _output(kwargs: dict, shape, dtype: torch.dtype, like: torch.Tensor):
         return torch.empty(shape, dtype=dtype, device=like.device)
     if not _plain(out) or out.dtype != dtype or out.device != like.device:
         return None
-    common.resize_output(out, shape)
+    resize_output(out, shape)
     return out if out.is_contiguous() else None
 
 

@@ -30,8 +30,8 @@ import torch
 import triton
 import triton.language as tl
 
-from jitdtypes.kernels_templates.common import cdiv
-from jitdtypes.kernels_templates.launcher import launcher, on_device_of, traced
+from kernels_templates.common import cdiv
+from kernels_templates.launcher import launcher, on_device_of, traced
 
 MUTATES = ("out",)
 CONJ_A = $conj_a

@@ -9,6 +9,8 @@ from typing import NamedTuple
 
 import torch
 
+from jitdtypes.schema import resize_output
+
 from . import common, launcher
 
 
@@ -103,7 +105,7 @@ def _complex_product(load, form: _Form, a, b, *, bias=None, beta=0, alpha=1, out
     else:
         if any(size > 1 and stride == 0 for size, stride in zip(target.shape, target.stride())):
             return NotImplemented  # several result elements would land on one memory location
-        common.resize_output(target, result_shape)
+        resize_output(target, result_shape)
         written = target
         read = [call.raw_a, call.raw_b] + ([addend] if addend is not None and not _same_view(addend, target) else [])
         if any(common.shares_memory(target, t) for t in read):

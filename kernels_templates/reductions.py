@@ -39,6 +39,7 @@ from typing import NamedTuple
 import torch
 
 from jitdtypes import dtypes
+from jitdtypes.schema import resize_output
 
 from . import common, launcher
 from .reduction_module import COMPLEX_MUL, MAGNITUDE, MODULE, NAN_MAX, NAN_MIN
@@ -324,7 +325,7 @@ def prepare_outs(outs, specs, like: torch.Tensor, *, may_alias: bool = False) ->
         if out.is_conj() or out.is_neg() or (not may_alias and common.shares_memory(out, like)):
             return False
     for out, (shape, _) in zip(outs, specs):
-        common.resize_output(out, shape)
+        resize_output(out, shape)
     return True
 
 

@@ -52,8 +52,8 @@ import math
 import torch
 import triton
 import triton.language as tl
-from jitdtypes.kernels_templates.common import cdiv, next_power_of_2
-from jitdtypes.kernels_templates.launcher import launcher, on_device_of, traced
+from kernels_templates.common import cdiv, next_power_of_2
+from kernels_templates.launcher import launcher, on_device_of, traced
 
 MUTATES = ("out",)
 

@@ -158,7 +158,7 @@ def test_info_and_verify_cover_the_compiled_guard(cache):
 
 def _package(cache: Path, key: str, dtype: str = "complex32") -> Path:
     """A generated CPU kernel entry (the store checks bytes and metadata only, so any bytes are a package)."""
-    from jitdtypes.cache_tools.package_store import PackageStore
+    from cache_tools.package_store import PackageStore
 
     store, package = PackageStore(cache), cache / "scratch.pt2"
     package.write_bytes(b"PK\x03\x04 an AOTInductor package")
@@ -170,7 +170,7 @@ def _package(cache: Path, key: str, dtype: str = "complex32") -> Path:
 
 def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
     from jitdtypes import cpu_kernels
-    from jitdtypes.cache_tools.package_store import PackageStore
+    from cache_tools.package_store import PackageStore
 
     current = cpu_kernels.key("aten::exp", dtypes.BY_NAME["complex32"])
     kept, stale, damaged = _package(cache, current), _package(cache, "ab" * 20), _package(cache, "cd" * 20)

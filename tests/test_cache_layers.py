@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import engine
-from jitdtypes.cache_tools import inventory, layers
+from jitdtypes.triton_kernels import engine
+from cache_tools import inventory, layers
 from tests.conftest import seed_cache
 
 
@@ -135,33 +135,33 @@ def test_an_untrusted_layer_entry_is_refused_once_and_built_privately(layered, c
 def _discovery_layer(tmp_path, monkeypatch, record_mode):
     """A layer holding this build's CPU discovery result (directories 0755, the record `record_mode`) and an
     empty user cache; probing is replaced by a marker."""
-    from jitdtypes import discovery
+    from jitdtypes.discovery import results
 
     layer = seed_cache(tmp_path / "layer")
     for path in [layer, *layer.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    record = layer / "discovery" / discovery.cache_path("cpu").name
+    record = layer / "discovery" / results.cache_path("cpu").name
     assert record.is_file()
     record.chmod(record_mode)
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path / "user"))
     monkeypatch.setenv(layers.ENV_VAR, str(layer))
     probed = []
     marker = types.SimpleNamespace(to_json=lambda: "{}")
-    monkeypatch.setattr(discovery, "discover", lambda device_type, **kw: probed.append(device_type) or marker)
-    return discovery, record, probed, marker
+    monkeypatch.setattr(results, "discover", lambda device_type, **kw: probed.append(device_type) or marker)
+    return results, record, probed, marker
 
 
 def test_discovery_result_in_a_trusted_layer_spares_probing(tmp_path, monkeypatch):
-    discovery, record, probed, _ = _discovery_layer(tmp_path, monkeypatch, 0o644)
-    found = discovery.load_or_discover("cpu")
-    assert probed == [] and found == discovery.check(record)[0] and len(found.findings) > 100
+    results, record, probed, _ = _discovery_layer(tmp_path, monkeypatch, 0o644)
+    found = results.load_or_discover("cpu")
+    assert probed == [] and found == results.check(record)[0] and len(found.findings) > 100
     assert not (tmp_path / "user" / "discovery" / record.name).exists()  # read in place, not copied
 
 
 def test_discovery_result_in_a_writable_layer_is_refused(tmp_path, monkeypatch, caplog):
-    discovery, record, probed, marker = _discovery_layer(tmp_path, monkeypatch, 0o666)
+    results, record, probed, marker = _discovery_layer(tmp_path, monkeypatch, 0o666)
     with caplog.at_level(logging.WARNING, logger="jitdtypes"):
-        assert discovery.load_or_discover("cpu") is marker
+        assert results.load_or_discover("cpu") is marker
     assert probed == ["cpu"]
     assert [r.getMessage() for r in caplog.records if "cache layer refused" in r.getMessage()] == [
         f"jitdtypes: discovery result in a cache layer refused: {record} is writable by group or others (mode 666)"]

@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes.cache_tools import atomic, inventory
-from jitdtypes.cache_tools.store import SOURCE
-from jitdtypes import engine
+from cache_tools import atomic, inventory
+from cache_tools.store import SOURCE
+from jitdtypes.triton_kernels import engine
 from tests.conftest import CLI, seed_cache
 
 OPS = "exp,mul,sum"
@@ -135,7 +135,7 @@ def test_a_full_cache_directory_keeps_kernels_in_memory(cache, monkeypatch, capl
 
 _UNWRITABLE_PROCESS = """
 import torch, jitdtypes
-from jitdtypes import engine
+from jitdtypes.triton_kernels import engine
 x = torch.randn(5, dtype=torch.complex64).to(torch.complex32)
 y = torch.exp(x)
 err = (y.to(torch.complex64) - torch.exp(x.to(torch.complex64))).abs().max().item()
@@ -161,10 +161,10 @@ def test_an_unwritable_cache_location_does_not_break_ops(tmp_path):
 
 
 def test_discovery_results_that_do_not_parse_are_ignored(tmp_path):
-    from jitdtypes import discovery
+    from jitdtypes.discovery import results
 
     bad = tmp_path / "broken.json"
     bad.write_text("{ not json")
-    assert discovery.load(bad) is None
-    bad.write_text(json.dumps({"format": discovery.FORMAT, "findings": [{"nonsense": 1}]}))
-    assert discovery.load(bad) is None
+    assert results.load(bad) is None
+    bad.write_text(json.dumps({"format": results.FORMAT, "findings": [{"nonsense": 1}]}))
+    assert results.load(bad) is None

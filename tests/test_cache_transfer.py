@@ -9,10 +9,11 @@ import tarfile
 
 import pytest
 
-from jitdtypes import discovery, engine
-from jitdtypes.cache_tools import inventory, transfer, triton_artifacts
-from jitdtypes.cache_tools.store import KernelStore
-from jitdtypes.kernels_templates import unary
+from jitdtypes import discovery
+from jitdtypes.triton_kernels import engine
+from cache_tools import inventory, transfer, triton_artifacts
+from cache_tools.store import KernelStore
+from kernels_templates import unary
 
 from .conftest import DISCOVERY_CACHE
 
@@ -273,7 +274,7 @@ def _package_cache(root):
     import tempfile
     from pathlib import Path
 
-    from jitdtypes.cache_tools.package_store import PackageStore
+    from cache_tools.package_store import PackageStore
 
     store, key = PackageStore(root), "ab" * 20
     with tempfile.TemporaryDirectory() as scratch:
@@ -285,7 +286,7 @@ def _package_cache(root):
 
 
 def test_generated_cpu_kernels_travel_verified(tmp_path):
-    from jitdtypes.cache_tools.package_store import PackageStore
+    from cache_tools.package_store import PackageStore
 
     source = tmp_path / "source"
     _make_cache(source)

@@ -16,7 +16,8 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import dtype_names, dtypes, warm
+from jitdtypes import dtype_table, dtypes
+from jitdtypes.cli import warm
 from jitdtypes.cli import parser
 from tests.conftest import CLI
 
@@ -104,9 +105,9 @@ def test_examples_are_command_lines_the_parser_takes():
 
 
 def test_static_dtype_names_are_this_torch_builds():
-    assert set(dtypes.BY_NAME) | set(dtypes.ABSENT) == set(dtype_names.COMPLEX + dtype_names.REAL)
-    assert set(dtypes.ABSENT) <= set(dtype_names.FIRST_RELEASE)
-    assert [dtypes.NAMES[d] for d in dtypes.COMPLEX_TARGETS] == [n for n in dtype_names.COMPLEX
+    assert set(dtypes.BY_NAME) | set(dtypes.ABSENT) == set(dtype_table.COMPLEX + dtype_table.REAL)
+    assert set(dtypes.ABSENT) <= set(dtype_table.FIRST_RELEASE)
+    assert [dtypes.NAMES[d] for d in dtypes.COMPLEX_TARGETS] == [n for n in dtype_table.COMPLEX
                                                                  if n not in dtypes.ABSENT]
 
 

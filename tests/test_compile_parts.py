@@ -15,19 +15,20 @@ from torch._dynamo.backends.common import aot_autograd
 import jitdtypes
 from jitdtypes import compile_path, dtypes
 from tests.conftest import IDS, TARGETS, TOLERANCE
-from jitdtypes.compile_path import bits, custom_ops, decompositions, formulas
+from jitdtypes.compile_path import bits, custom_ops, decompositions
+from jitdtypes import complex_math
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
 def _findings():
-    return {device: found.findings for device, found in jitdtypes._discoveries.items()}
+    return {device: found.findings for device, found in jitdtypes.installer.discoveries.items()}
 
 
 @pytest.fixture(scope="module", autouse=True)
 def compile_path_installed():
     """jitdtypes.enable() installs the compile path with the overrides."""
-    assert jitdtypes._compile_path is not None
+    assert jitdtypes.installer.compile_installation() is not None
     yield
 
 
@@ -123,7 +124,7 @@ def test_halves_read_converts_exactly_in_inductor_code():
     torch._dynamo.reset()
     _assert_same_bits(torch.view_as_real(same), torch.view_as_real(z))
     parts = torch.view_as_real(z).float()
-    _assert_same_bits(size, formulas.magnitude_of_half_parts((parts[:, 0], parts[:, 1])).half())
+    _assert_same_bits(size, complex_math.magnitude_of_half_parts((parts[:, 0], parts[:, 1])).half())
 
 
 def test_magnitude_of_half_parts_is_hypot_rounded_to_float16():
@@ -134,7 +135,7 @@ def test_magnitude_of_half_parts_is_hypot_rounded_to_float16():
     pairs = torch.cartesian_prod(values, values)
     a = torch.cat([pairs[:, 0], (torch.randn(1 << 20) * 2.0 ** torch.randint(-24, 16, (1 << 20,)))]).half()
     b = torch.cat([pairs[:, 1], (torch.randn(1 << 20) * 2.0 ** torch.randint(-24, 16, (1 << 20,)))]).half()
-    got = formulas.magnitude_of_half_parts((a.float(), b.float())).half()
+    got = complex_math.magnitude_of_half_parts((a.float(), b.float())).half()
     want = torch.hypot(a.double(), b.double()).half()
     finite = want.isfinite()
     assert torch.equal(got.isfinite(), finite) and torch.equal(got[~finite].isnan(), want[~finite].isnan())
@@ -161,7 +162,7 @@ UNARY = ["exp", "expm1", "exp2", "log", "log2", "log10", "log1p", "sqrt", "rsqrt
 def test_formula_matches_complex128(name):
     z = _complex_samples()
     expected = getattr(torch, name)(z)
-    re, im = getattr(formulas, name)((z.real.float(), z.imag.float()))
+    re, im = getattr(complex_math, name)((z.real.float(), z.imag.float()))
     got = torch.complex(re.double(), im.double())
     finite = torch.isfinite(expected)
     assert torch.equal(torch.isfinite(got), finite)
@@ -173,7 +174,7 @@ def test_formula_matches_complex128(name):
 def test_binary_formula_matches_complex128(name):
     z, w = _complex_samples(), _complex_samples().flip(0) + 0.5j
     expected = {"mul": z * w, "div": z / w, "power": z**w}[name]
-    re, im = getattr(formulas, name)((z.real.float(), z.imag.float()), (w.real.float(), w.imag.float()))
+    re, im = getattr(complex_math, name)((z.real.float(), z.imag.float()), (w.real.float(), w.imag.float()))
     got = torch.complex(re.double(), im.double())
     finite = torch.isfinite(expected)
     assert ((got - expected).abs()[finite] / expected.abs()[finite].clamp_min(1e-30)).max().item() < 1e-5
@@ -182,7 +183,7 @@ def test_binary_formula_matches_complex128(name):
 def test_division_by_zero_gives_atens_inf_and_nan():
     z = torch.tensor([1 + 1j, 0j, 1 + 0j], dtype=torch.complex64)
     zero = torch.zeros(3)
-    re, im = formulas.div((z.real, z.imag), (zero, zero))
+    re, im = complex_math.div((z.real, z.imag), (zero, zero))
     assert torch.equal(torch.complex(re, im).isnan(), (z / torch.zeros(3, dtype=torch.complex64)).isnan())
     assert torch.equal(torch.complex(re, im).isinf(), (z / torch.zeros(3, dtype=torch.complex64)).isinf())
 

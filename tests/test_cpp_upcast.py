@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import dtypes, native_guard, path_record
+from jitdtypes import dtypes, native_guard
+from jitdtypes.routing import path_record
 from tests import opinfo_samples as db
 from tests.conftest import IDS, TARGETS, enable_or_skip, seed_cache
 from tests.opinfo_exclusions import EXCLUDED, RANDOM_OPS
@@ -288,7 +289,7 @@ def test_the_first_call_of_each_dtype_goes_to_the_router(caplog):
 def test_triton_interpret_backend_turns_it_off():
     z = _tensor(torch.complex32, 8)
     z.exp(), z.exp()
-    previous = jitdtypes.engine.cpu_backend()
+    previous = jitdtypes.triton_kernels.engine.cpu_backend()
     jitdtypes.set_cpu_backend("triton-interpret")
     try:
         assert not native_guard.cpp_upcast_enabled()
@@ -339,7 +340,8 @@ def test_kernel_errors_read_as_on_the_python_path(target):
 
 _COUNT_CPP_CALLS = """
 import torch, jitdtypes
-from jitdtypes import native_guard, path_record
+from jitdtypes import native_guard
+from jitdtypes.routing import path_record
 z = torch.randn(8, dtype=torch.complex64).to(torch.complex32)
 for _ in range(3):
     z.exp()

@@ -20,9 +20,10 @@ import torch
 
 import jitdtypes
 from jitdtypes import cpu_kernels, dtypes
+from jitdtypes.cpu_kernels import provider
 from jitdtypes.cpu_kernels import table
-from jitdtypes.cache_tools.store import InsecureEntry
-from jitdtypes.compile_path import formulas
+from cache_tools.store import InsecureEntry
+from jitdtypes import complex_math
 
 from .cpu_kernel_support import BCOMPLEX32, bits, call, eager_kernels, inputs, package_result, upcast
 from .opinfo_samples import op_db
@@ -51,8 +52,8 @@ def installed():
     status = cpu_kernels.status()
     for overload, dtype, _ in CASES:
         assert status[(overload, dtypes.NAMES[dtype])] == "installed", status
-    yield dict(cpu_kernels._installed)
-    for overload, dtype in list(cpu_kernels._installed):  # later tests in this process expect the upcast path
+    yield dict(provider._installed)
+    for overload, dtype in list(provider._installed):  # later tests in this process expect the upcast path
         cpu_kernels.uninstall(overload, dtype)  # (test_demo's memory), out= and in-place forms included
 
 
@@ -60,7 +61,7 @@ def installed():
 def test_dense_calls_take_the_package_others_the_upcast(installed, overload, dtype, name):
     count = 2 if "Tensor" in overload else 1
     threshold = table.min_numel(overload, dtypes.NAMES[dtype])
-    assert cpu_kernels._min_numel[(overload, dtype)] == threshold
+    assert provider._min_numel[(overload, dtype)] == threshold
     columns = -(-threshold // 37)
     tensors = inputs(dtype, (37, columns), count)
     ours = call(name, tensors)
@@ -157,7 +158,7 @@ def test_in_place_and_out_forms_write_through_their_own_package(installed):
     with eager_kernels():
         cpu_kernels.first_need("aten::exp_", dtype)
         x.clone().exp_()
-    into = cpu_kernels._installed[("aten::exp_", dtype)]
+    into = provider._installed[("aten::exp_", dtype)]
     assert into != installed[("aten::exp", dtype)] and table.models("aten::exp_", "complex32") == (table.INTO,)
     expected = package_result(installed[("aten::exp", dtype)], [x], dtype)
     x.clone().sin_(), torch.sin(x, out=torch.empty_like(x))  # a first call of an op takes the router
@@ -220,14 +221,14 @@ def test_uninstalled_kernels_leave_calls_to_the_upcast(installed):
 
 def test_tampered_package_is_rebuilt(installed, monkeypatch):
     overload, dtype = "aten::exp", torch.complex32
-    store = cpu_kernels._store()
+    store = provider._store()
     entry = store.read(cpu_kernels.key(overload, dtype))
     package = entry.directory / "kernel.pt2"
     data = bytearray(package.read_bytes())
     data[len(data) // 2] ^= 0xFF
     package.write_bytes(bytes(data))
     before = len(cpu_kernels.built)
-    path = cpu_kernels._package(overload, dtype)
+    path = provider._package(overload, dtype)
     assert cpu_kernels.built[before:] == [(overload, dtype)]
     assert store.read(cpu_kernels.key(overload, dtype)).source == path
 
@@ -244,29 +245,29 @@ def test_failed_build_is_remembered_until_retried(tmp_path, monkeypatch):
             raise RuntimeError("building it failed: error: 'aoti_torch_dtype_x' was not declared")
         package.write_bytes(b"PK\x03\x04 a package")
 
-    monkeypatch.setattr(cpu_kernels, "_build_in_child", build)
+    monkeypatch.setattr(provider, "_build_in_child", build)
     overload, dtype = "aten::exp", torch.complex32
     with pytest.raises(RuntimeError, match="was not declared"):
-        cpu_kernels._package(overload, dtype)
-    store = cpu_kernels._store()
+        provider._package(overload, dtype)
+    store = provider._store()
     record = store.read_failure(cpu_kernels.key(overload, dtype))
     assert record["overload"] == overload and "was not declared" in record["error"]
     with pytest.raises(RuntimeError, match="not built again until `jitdtypes warm --device cpu`"):
-        cpu_kernels._package(overload, dtype)
+        provider._package(overload, dtype)
     assert builds == [overload]
-    monkeypatch.setattr(cpu_kernels, "_build_in_child", lambda *a: build(*a, works=True))
-    path = cpu_kernels._package(overload, dtype, retry=True)
+    monkeypatch.setattr(provider, "_build_in_child", lambda *a: build(*a, works=True))
+    path = provider._package(overload, dtype, retry=True)
     assert builds == [overload] * 2 and store.read_failure(cpu_kernels.key(overload, dtype)) is None
-    assert cpu_kernels._package(overload, dtype) == path and len(builds) == 2
+    assert provider._package(overload, dtype) == path and len(builds) == 2
 
 
 def test_insecure_package_is_refused(installed):
-    entry = cpu_kernels._store().read(cpu_kernels.key("aten::angle", torch.complex32))
+    entry = provider._store().read(cpu_kernels.key("aten::angle", torch.complex32))
     mode = entry.directory.stat().st_mode
     os.chmod(entry.directory, mode | stat.S_IWOTH)
     try:
         with pytest.raises(InsecureEntry):
-            cpu_kernels._package("aten::angle", torch.complex32)
+            provider._package("aten::angle", torch.complex32)
     finally:
         os.chmod(entry.directory, mode)
 
@@ -305,7 +306,7 @@ def test_off_builds_nothing(monkeypatch):
     request = ("aten::tanh", torch.complex32)
     assert request in cpu_kernels.eligible
     cpu_kernels.first_need(*request)
-    assert request not in cpu_kernels._requested
+    assert request not in provider._requested
 
 
 def test_import_loads_neither_dynamo_nor_inductor():
@@ -358,7 +359,7 @@ def overriding():
     """Their packages built (or found) and installed; afterwards PyTorch's kernels serve them again."""
     with eager_kernels():
         for overload, dtype, _ in OVERRIDDEN_CASES:
-            assert cpu_kernels._min_numel[(overload, dtype)] == table.min_numel(overload, dtypes.NAMES[dtype])
+            assert provider._min_numel[(overload, dtype)] == table.min_numel(overload, dtypes.NAMES[dtype])
             cpu_kernels.first_need(overload, dtype)
     yield
     for overload, dtype, _ in OVERRIDDEN_CASES:
@@ -370,7 +371,7 @@ def test_overridden_ops_take_large_calls_from_pytorch(overriding, overload, dtyp
     count = ARITY.get(name, 1)
     large = inputs(dtype, (8192,), count)
     ours = call(name, large)
-    path = cpu_kernels._installed[(overload, dtype)]
+    path = provider._installed[(overload, dtype)]
     assert torch.equal(bits(ours), bits(package_result(path, large, dtype)))
     torch.testing.assert_close(ours.to(torch.complex64), upcast(name, large, dtype).to(torch.complex64),
                                rtol=2 ** -9, atol=2 ** -6)
@@ -403,7 +404,7 @@ def test_overridden_calls_run_the_installed_package(installed, overriding, overl
             pytorchs = call(name, tensors)
         finally:
             cpu_kernels.ensure(overload, dtype)
-        assert torch.equal(bits(ours), bits(package_result(cpu_kernels._installed[(overload, dtype)], tensors, dtype)))
+        assert torch.equal(bits(ours), bits(package_result(provider._installed[(overload, dtype)], tensors, dtype)))
         assert not torch.equal(bits(ours), bits(pytorchs))
         torch.testing.assert_close(ours.to(torch.complex64), upcast(name, tensors, dtype).to(torch.complex64),
                                    rtol=2 ** -9, atol=2 ** -6)
@@ -428,10 +429,10 @@ def test_overridden_in_place_and_out_forms_take_large_calls_from_pytorch(install
 
     dtype = torch.complex32
     x, w = inputs(dtype, (8192,), 2)
-    expected = package_result(cpu_kernels._installed[("aten::add.Tensor", dtype)], [x, w], dtype)
+    expected = package_result(provider._installed[("aten::add.Tensor", dtype)], [x, w], dtype)
     for form in ("aten::add_.Tensor", "aten::add.out"):  # an earlier test of this process may have asked
         native_guard.install_generated(form, "CPU", dtype, "", (), 0, words=False)  # (resets the guard's flag)
-        cpu_kernels._requested.discard((form, dtype))
+        provider._requested.discard((form, dtype))
     with eager_kernels():
         for _ in range(2):  # the first large call asks for the package
             y, out = x.clone(), torch.empty_like(x)
@@ -471,8 +472,8 @@ def test_overridden_dtype_asks_for_its_kernel_once(overriding, monkeypatch):
     x = inputs(torch.complex32, (4096,), 1)[0]
     torch.sum(x, 0)  # PyTorch's full sum calls sum.dim_IntList, whose first call in a process routes and asks
     asked = []
-    monkeypatch.setattr(cpu_kernels, "_requested", set())
-    monkeypatch.setattr(cpu_kernels, "mode", lambda: asked.append(1) or cpu_kernels.OFF)
+    monkeypatch.setattr(provider, "_requested", set())
+    monkeypatch.setattr(provider, "mode", lambda: asked.append(1) or cpu_kernels.OFF)
     cpu_kernels.uninstall("aten::sum", torch.complex32)  # resets the guard's "asked" flag
     try:
         for _ in range(3):
@@ -521,7 +522,7 @@ def test_lanes_packages_add_each_part_in_float32(installed, overriding, overload
     (inf * 0: NaN in the other part); the package, like the compile path, adds the parts as they are."""
     x, y = inputs(dtype, (8192,), 2)
     x, y = _with_special_values(x), _with_special_values(y.flip(0))
-    got = package_result(cpu_kernels._installed[(overload, dtype)], [x, y], dtype)
+    got = package_result(provider._installed[(overload, dtype)], [x, y], dtype)
     assert got.dtype == dtype and torch.equal(bits(call(name, [x, y])), bits(got))
     part = dtypes.part_dtype(dtype)
     per_part = (torch.view_as_real(x).float() + torch.view_as_real(y).float()).to(part)
@@ -534,8 +535,8 @@ def test_lanes_packages_add_each_part_in_float32(installed, overriding, overload
                        upcast(name, [x[finite], y[finite]], dtype).to(torch.complex64))
 
 
-PAIRS_FORMULAS = {"mul": lambda x, w: formulas.mul(x, w),
-                  "addcmul": lambda x, t1, t2: formulas.add(x, formulas.mul(t1, t2), 1)}
+PAIRS_FORMULAS = {"mul": lambda x, w: complex_math.mul(x, w),
+                  "addcmul": lambda x, t1, t2: complex_math.add(x, complex_math.mul(t1, t2), 1)}
 
 
 @pytest.mark.parametrize("name", sorted(PAIRS_FORMULAS))
@@ -545,7 +546,7 @@ def test_pairs_packages_compute_the_formula_on_every_lane(overriding, name):
     path's formula on that element's float32 parts rounded once, special values included, at every length."""
     overload = f"aten::{name}.Tensor" if name == "mul" else f"aten::{name}"
     assert table.reads(overload, "complex32") == table.PAIRS
-    path = cpu_kernels._installed[(overload, torch.complex32)]
+    path = provider._installed[(overload, torch.complex32)]
     for length in (2, 3, 33, 4097, 8192):
         tensors = [_with_special_values(t) if length > 100 else t
                    for t in inputs(torch.complex32, (length,), ARITY[name], seed=length)]

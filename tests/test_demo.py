@@ -9,8 +9,9 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import demo, dtypes
-from jitdtypes.demo import fno, measure, ops
+from jitdtypes.cli import demo
+from jitdtypes import dtypes
+from jitdtypes.cli.demo import fno, measure, ops
 from tests.conftest import TARGETS, TOLERANCE
 
 SIZE = 16

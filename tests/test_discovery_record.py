@@ -14,8 +14,9 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import discovery, probe, schema
-from jitdtypes.findings import BACKEND, Finding
+from jitdtypes import installer, schema
+from jitdtypes.discovery import probe, results
+from jitdtypes.discovery.findings import BACKEND, Finding
 
 
 def _probing_children_of(cache: Path) -> list[int]:
@@ -27,7 +28,7 @@ def _probing_children_of(cache: Path) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except (OSError, ValueError):
             continue
-        if b"jitdtypes.probe_runner" in cmdline and f"JITDTYPES_CACHE_DIR={cache}".encode() in environ:
+        if b"jitdtypes.discovery.runner" in cmdline and f"JITDTYPES_CACHE_DIR={cache}".encode() in environ:
             found.append(int(entry.name))
     return found
 
@@ -57,7 +58,7 @@ def test_a_killed_discovery_leaves_no_result_and_no_children(tmp_path):
 
 
 def _record(tmp_path, **changes) -> Path:
-    found = discovery.Discovery("cpu", [Finding("aten::exp", BACKEND, {"complex32": "missing"}, {})],
+    found = results.Discovery("cpu", [Finding("aten::exp", BACKEND, {"complex32": "missing"}, {})],
                                 {"complex32": ["aten::neg"]}, {"aten::sin": "its probing process timed out after 60 s"},
                                 {"probed": 3})
     record = json.loads(found.to_json())
@@ -68,35 +69,35 @@ def _record(tmp_path, **changes) -> Path:
 
 
 def test_a_record_is_used_only_whole_and_for_this_build(tmp_path):
-    found, problem = discovery.check(_record(tmp_path))
+    found, problem = results.check(_record(tmp_path))
     assert problem is None and found.crashed == {"aten::sin": "its probing process timed out after 60 s"}
     assert [f.overload for f in found.findings] == ["aten::exp"] and found.stats == {"probed": 3}
-    assert discovery.check(_record(tmp_path, crashed={}))[1] == "content does not match its sha256"
+    assert results.check(_record(tmp_path, crashed={}))[1] == "content does not match its sha256"
     body = json.loads(_record(tmp_path).read_text())
     body["key"] = "0" * 16
     del body["sha256"]
-    body["sha256"] = discovery._digest(body)
+    body["sha256"] = results._digest(body)
     path = tmp_path / "cpu-other.json"
     path.write_text(json.dumps(body))
-    assert discovery.check(path)[1] == "made by another torch build, jitdtypes version or discovery source"
-    assert discovery.check(_record(tmp_path).rename(tmp_path / "cuda-torch.json"))[1] == (
+    assert results.check(path)[1] == "made by another torch build, jitdtypes version or discovery source"
+    assert results.check(_record(tmp_path).rename(tmp_path / "cuda-torch.json"))[1] == (
         "probed on cpu, but its name says another device")
-    assert discovery.check(tmp_path / "absent.json")[1] == "unreadable (FileNotFoundError)"
+    assert results.check(tmp_path / "absent.json")[1] == "unreadable (FileNotFoundError)"
 
 
 def test_jitdtypes_discovery_says_which_devices_an_import_may_probe(monkeypatch):
     for mode, probed in (("", ["cpu", "cuda"]), ("auto", ["cpu", "cuda"]), ("skip-cuda", ["cpu"]), ("cached", [])):
-        monkeypatch.setenv(discovery.ENV, mode)
-        assert discovery.probed_at_import(["cpu", "cuda"]) == probed
-    monkeypatch.setenv(discovery.ENV, "later")
+        monkeypatch.setenv(results.ENV, mode)
+        assert results.probed_at_import(["cpu", "cuda"]) == probed
+    monkeypatch.setenv(results.ENV, "later")
     with pytest.raises(ValueError, match="auto, skip-cuda, cached"):
-        discovery.probed_at_import(["cpu"])
+        results.probed_at_import(["cpu"])
 
 
 def test_a_device_not_probed_and_not_cached_gets_no_overrides(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path))
-    monkeypatch.setenv(discovery.ENV, "cached")
-    found = discovery.load_or_discover_all(["cuda"], may_probe=[])  # no results ship for CUDA
+    monkeypatch.setenv(results.ENV, "cached")
+    found = results.load_or_discover_all(["cuda"], may_probe=[])  # no results ship for CUDA
     assert found["cuda"].findings == [] and found["cuda"].stats == {"skipped": True}
     assert "no cached discovery results for cuda" in caplog.text
     assert not (tmp_path / "discovery").exists()
@@ -105,9 +106,9 @@ def test_a_device_not_probed_and_not_cached_gets_no_overrides(tmp_path, monkeypa
 def test_crashed_overloads_show_in_ops_and_keep_pytorchs_kernel(monkeypatch, capsys):
     from jitdtypes import cli
 
-    crashed = discovery.Discovery("cpu", [], {}, {"aten::sin": "RuntimeError: CUDA error: device-side assert"})
-    monkeypatch.setattr(jitdtypes, "_discoveries", {"cpu": crashed})
-    monkeypatch.setattr(jitdtypes, "_device_types", lambda: ["cpu"])
+    crashed = results.Discovery("cpu", [], {}, {"aten::sin": "RuntimeError: CUDA error: device-side assert"})
+    monkeypatch.setattr(installer, "discoveries", {"cpu": crashed})
+    monkeypatch.setattr(installer, "device_types", lambda: ["cpu"])
     rows = [r for r in jitdtypes.stats() if r["op"] == "aten::sin"]
     assert {(r["dtype"], r["support"], r["path"]) for r in rows} == {
         (jitdtypes.dtypes.NAMES[d], "crashed", "native") for d in jitdtypes.dtypes.COMPLEX_TARGETS}
@@ -139,9 +140,9 @@ def test_warm_runs_discovery_ahead_of_time(tmp_path, monkeypatch, capsys):
     from tests.conftest import seed_cache
 
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(seed_cache(tmp_path / "cache")))
-    monkeypatch.setenv(discovery.ENV, "cached")  # warm probes whatever is missing regardless; here nothing is
-    monkeypatch.setattr(jitdtypes, "_device_types", lambda: ["cpu"])
+    monkeypatch.setenv(results.ENV, "cached")  # warm probes whatever is missing regardless; here nothing is
+    monkeypatch.setattr(installer, "device_types", lambda: ["cpu"])
     commands._warm_discovery()
-    cached = discovery.load(discovery.cache_path("cpu"))
-    assert capsys.readouterr().out == discovery.summary(cached) + "\n"
-    assert discovery.summary(cached).startswith(f"discovery cpu: {len(cached.findings)} overrides, ")
+    cached = results.load(results.cache_path("cpu"))
+    assert capsys.readouterr().out == results.summary(cached) + "\n"
+    assert results.summary(cached).startswith(f"discovery cpu: {len(cached.findings)} overrides, ")

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes.cache_tools.store import SOURCE, KernelStore, sha256
-from jitdtypes import engine
+from cache_tools.store import SOURCE, KernelStore, sha256
+from jitdtypes.triton_kernels import engine
 from tests.conftest import seed_cache
 
 
@@ -58,7 +58,7 @@ def test_first_call_generates_and_records_metadata(fresh_cache):
 
 _SECOND_PROCESS = """
 import torch, jitdtypes
-from jitdtypes import engine
+from jitdtypes.triton_kernels import engine
 x = torch.randn(6, 3, dtype=torch.complex64).to(torch.complex32)
 y = torch.exp(x) @ x.mT
 print(dict(engine.counters))

@@ -7,7 +7,8 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import dtypes, path_record
+from jitdtypes import dtypes
+from jitdtypes.routing import path_record
 from jitdtypes.routing import router
 from tests.conftest import IDS, TARGETS
 
@@ -187,7 +188,7 @@ def test_switching_the_cpu_backend_forgets_specializations():
     z, _ = values(4, torch.complex32)
     torch.exp(z)
     assert specializations() > 0
-    previous = jitdtypes.engine.cpu_backend()
+    previous = jitdtypes.triton_kernels.engine.cpu_backend()
     try:
         jitdtypes.set_cpu_backend("triton-interpret")
         assert specializations() == 0
@@ -199,7 +200,7 @@ def test_switching_the_cpu_backend_forgets_specializations():
 def test_template_path_with_out_and_without(dtype):
     """Under the interpreter, exp and exp.out take template kernels call after call, out= or not, plain or
     conjugated out= (PyTorch's conjugate fallback hands the kernel a plain temporary), each call counted."""
-    previous = jitdtypes.engine.cpu_backend()
+    previous = jitdtypes.triton_kernels.engine.cpu_backend()
     jitdtypes.set_cpu_backend("triton-interpret")
     try:
         z, wz = values(6, dtype)
@@ -227,7 +228,7 @@ def test_template_plans_follow_argument_kinds_that_change(dtype):
     kind's plan (kinds checked once, values per call) gives what the upcast gives, through the kernel for
     tensors and numbers of any layout and broadcast, and declines an operand the kernel cannot read (bool) to
     the upcast path."""
-    previous = jitdtypes.engine.cpu_backend()
+    previous = jitdtypes.triton_kernels.engine.cpu_backend()
     jitdtypes.set_cpu_backend("triton-interpret")
     try:
         z, wz = values((2, 3), dtype, seed=1)
@@ -272,7 +273,7 @@ def test_value_plans_follow_values_that_change(dtype):
     that change from call to call (shapes, layouts, dims, keepdim, correction, norm orders, alpha and beta, FFT
     lengths): each value signature's plan gives the complex64 result rounded, call after call, and a norm order
     no kernel has goes to the upcast path."""
-    previous = jitdtypes.engine.cpu_backend()
+    previous = jitdtypes.triton_kernels.engine.cpu_backend()
     jitdtypes.set_cpu_backend("triton-interpret")
     try:
         z, wz = values((2, 3), dtype, seed=1)

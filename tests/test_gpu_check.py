@@ -24,7 +24,7 @@ def test_says_it_needs_cuda_without_one():
 def test_validation_of_every_family_passes_in_the_interpreter():
     import jitdtypes
 
-    backend = jitdtypes.engine.cpu_backend()
+    backend = jitdtypes.triton_kernels.engine.cpu_backend()
     jitdtypes.set_cpu_backend("triton-interpret")
     try:
         rows = gpu_check.validate("cpu", small=True)

@@ -14,7 +14,7 @@ import torch
 
 import jitdtypes
 from jitdtypes import dtypes, native_guard
-from jitdtypes.cache_tools.guard_store import LIBRARY, GuardStore
+from cache_tools.guard_store import LIBRARY, GuardStore
 from jitdtypes.native_guard import build
 from tests.conftest import CLI, seed_cache
 
@@ -52,7 +52,7 @@ def _no_compiler(tmp_path: Path) -> dict:
 
 @compiled_only
 def test_the_compiled_guard_is_the_default_and_typed_for_every_cpu_override():
-    registration = jitdtypes._registration
+    registration = jitdtypes.installer.registration()
     assert registration.guard == "compiled" and registration.compiled is not None
     cpu_keys = [(name, key) for name, key in registration.keys if key in ("CPU", "AutogradCPU")]
     untyped = [k for k in cpu_keys if k not in registration.typed]

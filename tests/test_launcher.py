@@ -45,8 +45,9 @@ def compare() -> dict:
     from triton.compiler.compiler import CompiledKernel
 
     from benchmarks.host_time import launching_nothing
-    from jitdtypes import aot, warm
-    from jitdtypes.kernels_templates import common, launcher
+    from jitdtypes.triton_kernels import aot
+    from jitdtypes.cli import warm
+    from kernels_templates import common, launcher
 
     received: list[tuple] = []
     inputs: list = []  # the tensors of the call being recorded
@@ -179,7 +180,7 @@ def _compare_plans(families, workspace: Path, received: list, inputs: list) -> d
     Triton's own path for the same call."""
     import torch
 
-    from jitdtypes.kernels_templates import common, launcher
+    from kernels_templates import common, launcher
 
     modules = {}
 
@@ -245,7 +246,7 @@ def _float_specializations(families, workspace: Path) -> list:
     """What Triton's binder makes of a float argument of several values: the launcher keys floats by type."""
     from triton import knobs
 
-    from jitdtypes.kernels_templates import common
+    from kernels_templates import common
 
     params = {"op": "mul", "dtype": "complex32", "layout": "interleaved", "out": False, "scalars": ["other"],
               "interpret": False}
@@ -297,7 +298,7 @@ def test_contiguous_launch_equals_the_general_one(shape, operands):
     kernels warmed ahead of time still match)."""
     import torch
 
-    from jitdtypes.kernels_templates import elementwise
+    from kernels_templates import elementwise
 
     class Recorder:
         def __init__(self):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import jitdtypes
-import jitdtypes.engine
+import jitdtypes.triton_kernels.engine
 from jitdtypes import dtypes
 from tests import opinfo_samples as db
 from tests.opinfo_exclusions import EXCLUDED, MIN_COVERAGE, RANDOM_OPS
@@ -114,7 +114,7 @@ def check_op(op, target) -> int:
 @pytest.fixture(params=["upcast", "triton-interpret"])
 def cpu_backend(request):
     """Both CPU paths: the upcast path, and template kernels run in Triton's interpreter."""
-    previous = jitdtypes.engine.cpu_backend()
+    previous = jitdtypes.triton_kernels.engine.cpu_backend()
     jitdtypes.set_cpu_backend(request.param)
     yield request.param
     jitdtypes.set_cpu_backend(previous)

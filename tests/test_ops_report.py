@@ -1,4 +1,4 @@
-"""docs/OPS.md and its generator (jitdtypes/ops_report.py): the committed file is the generator's output on the
+"""docs/OPS.md and its generator (jitdtypes/ops_doc.py): the committed file is the generator's output on the
 torch build it names, and what it says holds."""
 
 import re
@@ -8,8 +8,10 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import discovery, ops_report, probe, schema
-from jitdtypes.findings import MISSING, PARTIAL, SUPPORTED, Finding
+from jitdtypes import discovery, schema
+from jitdtypes.reports import ops_doc
+from jitdtypes.discovery import probe
+from jitdtypes.discovery.findings import MISSING, PARTIAL, SUPPORTED, Finding
 
 OPS_MD = Path(__file__).resolve().parent.parent / "docs" / "OPS.md"
 GENERATED_ON = re.compile(r"^Generated on torch `([^`]+)` .*CPU backend `([^`]+)`, from discovery on ([a-z, ]+) \(",
@@ -19,18 +21,18 @@ GENERATED_ON = re.compile(r"^Generated on torch `([^`]+)` .*CPU backend `([^`]+)
 @pytest.fixture
 def default_cpu_backend():
     """The file describes the default CPU backend; a test elsewhere may have left the session on another."""
-    previous = jitdtypes.engine.cpu_backend()
-    jitdtypes.set_cpu_backend(jitdtypes.engine.UPCAST)
+    previous = jitdtypes.triton_kernels.engine.cpu_backend()
+    jitdtypes.set_cpu_backend(jitdtypes.triton_kernels.engine.UPCAST)
     yield
     jitdtypes.set_cpu_backend(previous)
 
 
 @pytest.fixture(scope="module")
 def cpu_report():
-    previous = jitdtypes.engine.cpu_backend()
-    jitdtypes.set_cpu_backend(jitdtypes.engine.UPCAST)
+    previous = jitdtypes.triton_kernels.engine.cpu_backend()
+    jitdtypes.set_cpu_backend(jitdtypes.triton_kernels.engine.UPCAST)
     try:
-        yield ops_report.render({"cpu": discovery.load_or_discover("cpu")})
+        yield ops_doc.render({"cpu": discovery.load_or_discover("cpu")})
     finally:
         jitdtypes.set_cpu_backend(previous)
 
@@ -70,12 +72,12 @@ def test_committed_file_is_the_generators_output(default_cpu_backend):
     version, backend, devices = recorded.group(1), recorded.group(2), recorded.group(3).split(", ")
     if version != torch.__version__:
         pytest.skip(f"docs/OPS.md was generated on torch {version}; this is torch {torch.__version__}")
-    if not set(devices) <= set(jitdtypes._device_types()):
+    if not set(devices) <= set(jitdtypes.installer.device_types()):
         pytest.skip(f"docs/OPS.md holds discovery on {', '.join(devices)}; this machine has "
-                    f"{', '.join(jitdtypes._device_types())}")
-    assert backend == jitdtypes.engine.UPCAST
-    current = ops_report.render({d: discovery.load_or_discover(d) for d in devices})
-    assert committed == current, "docs/OPS.md is stale: python -m jitdtypes.ops_report > docs/OPS.md"
+                    f"{', '.join(jitdtypes.installer.device_types())}")
+    assert backend == jitdtypes.triton_kernels.engine.UPCAST
+    current = ops_doc.render({d: discovery.load_or_discover(d) for d in devices})
+    assert committed == current, "docs/OPS.md is stale: python -m jitdtypes.reports.ops_doc > docs/OPS.md"
 
 
 def test_exp_in_complex32_on_cpu_takes_the_upcast_path_and_has_a_template(cpu_report):
@@ -100,23 +102,23 @@ def test_summary_counts_are_the_rows(cpu_report):
     assert summary
     for line in summary:
         dtype = line["dtype"]
-        for kind in ops_report.CELLS:
+        for kind in ops_doc.CELLS:
             assert int(line[kind]) == sum(row.get(dtype) == kind for row in rows.values()), (dtype, kind)
-        assert int(line["rows"]) == sum(row.get(dtype, ops_report.NO_VERDICT) != ops_report.NO_VERDICT
+        assert int(line["rows"]) == sum(row.get(dtype, ops_doc.NO_VERDICT) != ops_doc.NO_VERDICT
                                         for row in rows.values())
 
 
 def test_rows_are_what_discovery_found_and_every_template_overload(default_cpu_backend):
     found = discovery.load_or_discover("cpu")
-    cells = ops_report.cells(found)
+    cells = ops_doc.cells(found)
     for finding in found.findings:
         for dtype, support in finding.status.items():
             assert cells[finding.overload, dtype] == ("partial" if support == PARTIAL else "upcast")
     for dtype, names in found.supported.items():
         overridden = {f.overload for f in found.findings if dtype in f.status}
         assert all(cells[name, dtype] == "native" for name in names if name not in overridden)
-    report = _op_rows(ops_report.render({"cpu": found}))
-    assert set(ops_report.template_families()) <= set(report)
+    report = _op_rows(ops_doc.render({"cpu": found}))
+    assert set(ops_doc.template_families()) <= set(report)
     assert {name for name, _ in cells} <= set(report)
 
 
@@ -124,8 +126,8 @@ def test_composite_cells_fail_in_plain_pytorch_and_work_with_jitdtypes(default_c
     """What `composite` infers from the record, checked by probing: each such overload passes in those dtypes
     with the overrides installed, and fails without them."""
     composite = {}
-    for (name, dtype), cell in ops_report.cells(discovery.load_or_discover("cpu")).items():
-        if cell == ops_report.COMPOSITE:
+    for (name, dtype), cell in ops_doc.cells(discovery.load_or_discover("cpu")).items():
+        if cell == ops_doc.COMPOSITE:
             composite.setdefault(name, []).append(dtype)
     if not composite:
         pytest.skip("no overload of this torch build works only through other overloads' overrides")
@@ -147,7 +149,7 @@ def test_cuda_columns_come_only_from_cuda_discovery(default_cpu_backend):
         Finding("aten::linalg_inv_ex", "backend", {complex32: MISSING}, {}),
         Finding("aten::cumsum", "backend", {complex32: PARTIAL}, {}),
     ], {complex32: ["aten::sin"]}, crashed={"aten::cos": "killed after 60 s"})
-    both = ops_report.render({"cpu": cpu, "cuda": cuda})
+    both = ops_doc.render({"cpu": cpu, "cuda": cuda})
     rows = _op_rows(both)
     assert rows["aten::exp"]["cpu complex32"] == "upcast"
     assert rows["aten::exp"]["cuda complex32"] == "template"
@@ -155,9 +157,9 @@ def test_cuda_columns_come_only_from_cuda_discovery(default_cpu_backend):
     assert rows["aten::cumsum"]["cuda complex32"] == "partial"
     assert rows["aten::sin"]["cuda complex32"] == "native"
     assert rows["aten::cos"]["cuda complex32"] == "crashed"
-    assert rows["aten::sin"]["cpu complex32"] == ops_report.NO_VERDICT
+    assert rows["aten::sin"]["cpu complex32"] == ops_doc.NO_VERDICT
     assert "The `cuda` columns come from CUDA discovery" in both
 
-    cpu_only = ops_report.render({"cpu": cpu})
+    cpu_only = ops_doc.render({"cpu": cpu})
     assert "No CUDA discovery went into this file" in cpu_only
     assert not any(column.startswith("cuda") for row in _op_rows(cpu_only).values() for column in row)

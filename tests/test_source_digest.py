@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 import jitdtypes
-from jitdtypes import discovery, engine, source_digest
-from jitdtypes.source_digest import SourceTree
+from jitdtypes.discovery import results
+from jitdtypes.triton_kernels import engine
+from cache_tools import source_digest
+from cache_tools.source_digest import SourceTree
 
 
 @pytest.fixture
@@ -16,7 +18,7 @@ def copied_tree(tmp_path, monkeypatch):
     """A copy of the installed sources, made the tree every key reads: edit its files freely."""
     installed = source_digest.installed()
     packages = {}
-    for name in ("jitdtypes", "jitdtypes.kernels_templates", "jitdtypes.cache_tools"):
+    for name in ("jitdtypes", "kernels_templates", "cache_tools"):
         packages[name] = tmp_path / name
         shutil.copytree(installed.packages[name], packages[name], ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(source_digest, "installed", lambda: SourceTree(packages))
@@ -38,7 +40,7 @@ def _family_keys() -> dict[str, str]:
 @pytest.mark.parametrize("edited", ["unary", "fft", "matmul"])
 def test_editing_one_family_changes_its_kernel_keys_only(copied_tree, edited):
     before = _family_keys()
-    _append(copied_tree["jitdtypes.kernels_templates"] / f"{edited}.py", "# an edit")
+    _append(copied_tree["kernels_templates"] / f"{edited}.py", "# an edit")
     after = _family_keys()
     assert before[edited] != after[edited]
     assert {f: k for f, k in after.items() if f != edited} == {f: k for f, k in before.items() if f != edited}
@@ -46,7 +48,7 @@ def test_editing_one_family_changes_its_kernel_keys_only(copied_tree, edited):
 
 def test_editing_what_every_family_imports_changes_every_kernel_key(copied_tree):
     before = _family_keys()
-    _append(copied_tree["jitdtypes.kernels_templates"] / "common.py", "# an edit")
+    _append(copied_tree["kernels_templates"] / "common.py", "# an edit")
     after_common = _family_keys()
     _append(copied_tree["jitdtypes"] / "dtypes.py", "# an edit")  # common.py imports it
     after_dtypes = _family_keys()
@@ -56,26 +58,26 @@ def test_editing_what_every_family_imports_changes_every_kernel_key(copied_tree)
 
 def test_elementwise_families_share_their_module_and_not_the_others(copied_tree):
     before = _family_keys()
-    _append(copied_tree["jitdtypes.kernels_templates"] / "elementwise.py", "# an edit")
+    _append(copied_tree["kernels_templates"] / "elementwise.py", "# an edit")
     after = _family_keys()
     changed = {family for family in engine.FAMILIES if before[family] != after[family]}
     assert changed == {"unary", "binary", "ternary"}
 
 
 def test_the_discovery_key_follows_every_module_discovery_runs(copied_tree):
-    closure = source_digest.installed().closure([discovery.__name__])
+    closure = source_digest.installed().closure([results.__name__])
     # the routed call's modules (probing installs overrides) and the wrapped numbers it calls
-    for module in ("jitdtypes.routing.router", "jitdtypes.routing.sources", "jitdtypes.wrapped_numbers",
-                   "jitdtypes.upcast", "jitdtypes.probe_runner"):
+    for module in ("jitdtypes.routing.router", "jitdtypes.routing.sources", "jitdtypes.upcast.wrapped_numbers",
+                   "jitdtypes.upcast.path", "jitdtypes.discovery.runner"):
         assert module in closure
     assert "jitdtypes.cli.parser" not in closure and "jitdtypes.compile_path.planar" not in closure
-    before = discovery.build_key()
+    before = results.build_key()
     _append(copied_tree["jitdtypes"] / "cli" / "parser.py", "# an edit")
     source_digest.of.cache_clear()
-    assert discovery.build_key() == before
+    assert results.build_key() == before
     _append(copied_tree["jitdtypes"] / "routing" / "router.py", "# an edit")
     source_digest.of.cache_clear()
-    assert discovery.build_key() != before
+    assert results.build_key() != before
 
 
 def test_imports_are_read_in_every_spelling(tmp_path):

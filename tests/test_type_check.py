@@ -1,12 +1,10 @@
-"""A type checker follows the package mapping in a checkout.
+"""Import names are directory names, and a type checker resolves every import from the tree itself.
 
-pyproject's package-dir installs kernels_templates/ and cache_tools/ as jitdtypes.kernels_templates and
-jitdtypes.cache_tools; a checkout holds them beside jitdtypes/, and type checkers map a directory to a module
-of its own name. typings/ holds one stub per module saying where jitdtypes.<package>.<module> lives (mypy:
-[tool.mypy] mypy_path; pyright: stubPath). mypy, run as a developer runs it (`mypy`, configured by
-pyproject.toml), must resolve every import across the mapping: not one import-not-found, and a wrong import
-still reported, so that resolution is real rather than silenced. The code need not be type-clean: other
-errors are not counted here.
+The distribution installs three top-level packages, jitdtypes/, kernels_templates/ and cache_tools/, each
+under its own directory's name (pyproject's packages.find, no package-dir mapping, no stubs of our own). mypy,
+run as a developer runs it (`mypy`, configured by pyproject.toml), must resolve every import: not one
+import-not-found, and a wrong import still reported, so that resolution is real rather than silenced. The code
+need not be type-clean: other errors are not counted here.
 
 mypy comes with the `test` extra. In CI (CI set, as .ci/run does) a missing mypy fails these tests;
 elsewhere they are skipped, saying how to install it."""
@@ -21,46 +19,42 @@ from pathlib import Path
 
 import pytest
 
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: mypy's own dependency
+    import tomli as tomllib
+
 REPOSITORY = Path(__file__).resolve().parent.parent
-MAPPED = ("kernels_templates", "cache_tools")  # installed as jitdtypes.<name> (pyproject's package-dir)
-STUBS = REPOSITORY / "typings" / "jitdtypes"
-CHECKED = ("jitdtypes", *MAPPED)  # pyproject's [tool.mypy] files
+PACKAGES = ("jitdtypes", "kernels_templates", "cache_tools")
 # mypy's line for one message: path:line: severity: message  [code]
 MESSAGE = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+): (?P<severity>error|note): (?P<message>.*?)"
                      r"(?:  \[(?P<code>[a-z-]+)\])?$")
 SUMMARY = re.compile(r"^(?:Found \d+ errors? in \d+ files? \(checked (?P<found>\d+) source files?\)"
                      r"|Success: no issues found in (?P<success>\d+) source files?)$", re.MULTILINE)
-# attr-defined on a mapped module: its stub does not re-export the name asked for.
-NOT_IN_STUB = re.compile(r'^Module "jitdtypes\.(?:' + "|".join(MAPPED) + r')(?:\.\w+)*" has no attribute ')
+OWN_MODULE = re.compile(r'^Module "(?:' + "|".join(PACKAGES) + r')(?:\.\w+)*" has no attribute ')
 
 
 def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
-def stub_text(package: str, source: Path) -> str:
-    """The one line of typings/jitdtypes/<package>/...pyi for the module in `source`."""
-    parts = source.relative_to(REPOSITORY).with_suffix("").parts
-    module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-    return f"from {module} import *\n"
-
-
-def test_stubs_match_the_modules():
-    """Each module of a mapped package has its stub, and no stub outlives its module (no mypy needed)."""
-    assert sorted(p.name for p in STUBS.iterdir()) == sorted(MAPPED), (
-        "typings/jitdtypes must hold only the mapped packages: a typings/jitdtypes/__init__.pyi would hide "
-        "jitdtypes/ itself from the type checkers")
-    for package in MAPPED:
-        sources = {s.relative_to(REPOSITORY / package).with_suffix(".pyi"): s
-                   for s in (REPOSITORY / package).rglob("*.py")}
-        stubs = {s.relative_to(STUBS / package) for s in (STUBS / package).rglob("*.pyi")}
-        assert stubs == set(sources), (
-            f"typings/jitdtypes/{package} must hold one .pyi per module of {package}/: missing "
-            f"{sorted(map(str, set(sources) - stubs))}, stale {sorted(map(str, stubs - set(sources)))}")
-        for stub, source in sources.items():
-            first = (STUBS / package / stub).read_text().splitlines(keepends=True)[:1]
-            # Further lines may re-export private names: `from kernels_templates.x import _y as _y`.
-            assert first == [stub_text(package, source)], f"typings/jitdtypes/{package}/{stub}"
+def test_import_names_are_the_directory_names():
+    """pyproject installs exactly the three package directories, under their own names, without a mapping;
+    their modules import each other by those names (no `jitdtypes.kernels_templates` left anywhere)."""
+    config = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())
+    setuptools = config["tool"]["setuptools"]
+    assert "package-dir" not in setuptools and list(setuptools["packages"]) == ["find"]
+    assert setuptools["packages"]["find"]["include"] == [f"{name}*" for name in PACKAGES]
+    assert config["tool"]["mypy"]["files"] == list(PACKAGES) and "mypy_path" not in config["tool"]["mypy"]
+    assert not (REPOSITORY / "typings").exists()
+    on_disk = sorted(p.parent.name for p in REPOSITORY.glob("*/__init__.py") if p.parent.name not in ("tests",
+                                                                                                     "benchmarks"))
+    assert on_disk == sorted(PACKAGES)
+    for name in PACKAGES:
+        for path in (REPOSITORY / name).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    assert not node.module.startswith(("jitdtypes.kernels_templates", "jitdtypes.cache_tools")), path
 
 
 def run_mypy(cache: Path, *files: str) -> subprocess.CompletedProcess:
@@ -88,24 +82,19 @@ def mypy_cache(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def package_check(mypy_cache) -> subprocess.CompletedProcess:
-    """`mypy` in the checkout: the files and search path of pyproject's [tool.mypy]."""
+    """`mypy` in the checkout: the files of pyproject's [tool.mypy], no search path of our own."""
     return run_mypy(mypy_cache)
 
 
-def test_every_mapped_import_resolves(package_check):
+def test_every_import_resolves(package_check):
     found = messages(package_check)
     checked = SUMMARY.search(package_check.stdout)
     assert checked, package_check.stdout[-2000:]
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10: mypy's own dependency
-        import tomli as tomllib
-    assert tomllib.loads((REPOSITORY / "pyproject.toml").read_text())["tool"]["mypy"]["files"] == list(CHECKED)
-    python_files = sum(1 for name in CHECKED for _ in (REPOSITORY / name).rglob("*.py"))
+    python_files = sum(1 for name in PACKAGES for _ in (REPOSITORY / name).rglob("*.py"))
     assert int(checked["found"] or checked["success"]) == python_files, "mypy checked a part of the package only"
     unresolved = [m for m in found if m["code"] == "import-not-found"
-                  or (m["code"] == "import-untyped" and "jitdtypes" in m["message"])
-                  or (m["code"] == "attr-defined" and NOT_IN_STUB.match(m["message"]))]
+                  or (m["code"] == "import-untyped" and any(name in m["message"] for name in PACKAGES))
+                  or (m["code"] == "attr-defined" and OWN_MODULE.match(m["message"]))]
     assert not unresolved, "\n".join(f"{m['path']}:{m['line']}: {m['message']}  [{m['code']}]" for m in unresolved)
 
 
@@ -120,13 +109,13 @@ def test_a_wrong_import_is_reported(package_check, mypy_cache, tmp_path):
     del package_check  # run first: its cache makes this check quick
     common, store = first_function(REPOSITORY / "kernels_templates/common.py"), first_function(
         REPOSITORY / "cache_tools/store.py")
-    probe = tmp_path / "probe_mapping.py"
+    probe = tmp_path / "probe_imports.py"
     lines = {
-        "module": "import jitdtypes.kernels_templates.common as common",
-        "name": f"from jitdtypes.kernels_templates.common import {common}",
-        "other": f"from jitdtypes.cache_tools.store import {store}",
-        "missing name": "from jitdtypes.kernels_templates import not_there",
-        "missing module": "import jitdtypes.cache_tools.no_such_module",
+        "module": "import kernels_templates.common as common",
+        "name": f"from kernels_templates.common import {common}",
+        "other": f"from cache_tools.store import {store}",
+        "missing name": "from kernels_templates import not_there",
+        "missing module": "import cache_tools.no_such_module",
         "reveal module": "reveal_type(common)",
         "reveal name": f"reveal_type({common})",
         "reveal other": f"reveal_type({store})",
@@ -135,7 +124,7 @@ def test_a_wrong_import_is_reported(package_check, mypy_cache, tmp_path):
     line = {key: str(number) for number, key in enumerate(lines, 1)}
     found = {(m["line"], m["severity"], m["code"]): m["message"]
              for m in messages(run_mypy(mypy_cache, str(probe))) if Path(m["path"]).name == probe.name}
-    assert NOT_IN_STUB.match(found.get((line["missing name"], "error", "attr-defined"), "")), found
+    assert OWN_MODULE.match(found.get((line["missing name"], "error", "attr-defined"), "")), found
     assert (line["missing module"], "error", "import-not-found") in found, found
     assert found[(line["reveal module"], "note", None)] == 'Revealed type is "types.ModuleType"', found
     for key in ("reveal name", "reveal other"):

@@ -12,8 +12,8 @@ import sys
 
 import pytest
 
-from jitdtypes import aot
-from jitdtypes.cache_tools import inventory, layers
+from jitdtypes.triton_kernels import aot
+from cache_tools import inventory, layers
 from tests.conftest import CLI, seed_cache
 from tests.triton_runtime import OPS
 

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 import jitdtypes
-from jitdtypes import dtypes, wide_gradients
+from jitdtypes import dtypes
+from jitdtypes.upcast import wide_gradients
 from tests.conftest import IDS, TARGETS, TOLERANCE
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*support is experimental")

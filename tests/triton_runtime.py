@@ -18,8 +18,8 @@ import os
 import sys
 
 from benchmarks.host_time import simulated_gpu
-from jitdtypes import aot
-from jitdtypes.kernels_templates import launcher
+from jitdtypes.triton_kernels import aot
+from kernels_templates import launcher
 
 ARCH = aot.ARCHES["sm_90"]
 OPS = ("exp",)
@@ -70,7 +70,7 @@ def compilations():
 
 def representative_calls():
     """(family, params, case) for every warmed variant of OPS: the launches `warm` compiles."""
-    from jitdtypes import warm
+    from jitdtypes.cli import warm
 
     modules = aot.families()
     for family, params in warm.kernels_to_warm(["complex32"], set(OPS)):
@@ -87,9 +87,9 @@ def keys(other_cache: str) -> dict:
     the one Triton's runtime path gets for the same launch, compiling into another, empty Triton cache."""
     from triton import knobs
 
-    from jitdtypes import engine
-    from jitdtypes.cache_tools.store import KernelStore
-    from jitdtypes.kernels_templates import common
+    from jitdtypes.triton_kernels import engine
+    from cache_tools.store import KernelStore
+    from kernels_templates import common
 
     aot_dirs, runtime_dirs = [], []
     for family, params, module_family in representative_calls():
@@ -113,7 +113,7 @@ def keys(other_cache: str) -> dict:
 
 def program() -> dict:
     """Every representative call of OPS through the engine, as a GPU program of that shape would make them."""
-    from jitdtypes import engine
+    from jitdtypes.triton_kernels import engine
 
     with runtime_path(ARCH), compilations() as events:
         for family, params, module_family in representative_calls():

@@ -1,47 +1,13 @@
-"""The `jitdtypes` command: a thin argparse layer over the library and cache_tools. The parser (parser.py) is
-torch-free; a command's module, and torch with it, is imported once the command line has been read."""
+"""The `jitdtypes` command: a thin argparse layer over the library and cache_tools.
 
-from __future__ import annotations
+main.py            the entry point: parse, run, exit status
+parser.py          options, help and examples; imports no torch, so that `--help` answers at once
+commands.py        ops, warm, demo: the commands that run the library
+cache_commands.py  cache info/list/show/clean/verify/export/import, without installing the overrides
+warm.py            what `warm` generates, builds and compiles, with its progress report
+demo/              `jitdtypes demo`: per op, plain PyTorch against jitdtypes; the memory of an FNO
+"""
 
-import signal
-import sys
+from .main import UsageError, main
 
-
-class UsageError(Exception):
-    """A value on the command line names nothing usable here (a missing file, an unknown key): exit status 2."""
-
-
-def _handler(args):
-    from . import cache_commands, commands
-
-    if args.command == "cache":
-        return {"info": cache_commands.info, "list": cache_commands.listing, "show": cache_commands.show,
-                "clean": cache_commands.clean, "verify": cache_commands.verify, "export": cache_commands.export,
-                "import": cache_commands.import_archive}[args.cache_command]
-    return {"ops": commands.ops, "warm": commands.warm, "demo": commands.demo}[args.command]
-
-
-def _describe(error: OSError) -> str:
-    if error.filename is None:
-        return str(error)
-    return f"{error.filename}: {error.strerror or error}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    from . import parser
-
-    if hasattr(signal, "SIGPIPE"):  # `jitdtypes ops | head` ends quietly
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    args = parser.build().parse_args(argv)
-    prog = " ".join(["jitdtypes", args.command] + ([args.cache_command] if args.command == "cache" else []))
-    try:
-        return _handler(args)(args)
-    except UsageError as exc:
-        print(f"{prog}: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:  # the command was right, the file system said no (permissions, a full disk)
-        print(f"{prog}: {_describe(exc)}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        print(f"{prog}: interrupted", file=sys.stderr)
-        return 130
+__all__ = ["UsageError", "main"]

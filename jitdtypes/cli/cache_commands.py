@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import UsageError
+from .main import UsageError
 from .commands import arches_named, print_table
 
 
@@ -20,7 +20,7 @@ def _when(timestamp) -> str:
 
 
 def info(args) -> int:
-    from jitdtypes.cache_tools import inventory
+    from cache_tools import inventory
 
     report = inventory.info()
     if args.json:
@@ -76,7 +76,7 @@ def _active_guard() -> str | None:
 
 
 def listing(args) -> int:
-    from jitdtypes.cache_tools import inventory
+    from cache_tools import inventory
 
     rows = [r.row() for r in inventory.scan()]
     if args.dtype:
@@ -94,7 +94,7 @@ def listing(args) -> int:
 
 
 def show(args) -> int:
-    from jitdtypes.cache_tools import inventory
+    from cache_tools import inventory
 
     prefix = args.key.lower()
     if not prefix or set(prefix) - set(string.hexdigits.lower()):
@@ -119,7 +119,7 @@ def clean(args) -> int:
     if not (args.all or args.older_than is not None or args.dtype is not None or args.stale):
         raise UsageError("say what to remove: --all, --older-than AGE, --dtype D or --stale")
     from jitdtypes import cpu_kernels, discovery
-    from jitdtypes.cache_tools import inventory
+    from cache_tools import inventory
     from jitdtypes.native_guard import build
 
     current = {str(discovery.cache_path(device)) for device in ("cpu", "cuda")}
@@ -140,13 +140,13 @@ def _current_versions() -> dict:
     import torch
     import triton
 
-    from jitdtypes import __version__
+    from .._version import __version__
 
     return {"torch": torch.__version__, "triton": triton.__version__, "jitdtypes": __version__}
 
 
 def verify(args) -> int:
-    from jitdtypes.cache_tools import inventory
+    from cache_tools import inventory
 
     damaged = inventory.verify(fix=args.fix)
     total = (len(inventory.scan()) + len(inventory.guard_entries()) + len(inventory.cpu_kernel_entries())
@@ -166,8 +166,8 @@ def export(args) -> int:
         raise UsageError(f"{archive.parent}: no such directory")
     if not archive.parent.is_dir():
         raise UsageError(f"{archive.parent}: not a directory")
-    from jitdtypes import aot
-    from jitdtypes.cache_tools import transfer
+    from ..triton_kernels import aot
+    from cache_tools import transfer
 
     arches = arches_named(args.arch)
     devices = {aot.device_kind(arch) for arch in arches} if arches else None
@@ -193,7 +193,7 @@ def export(args) -> int:
 def _usable_discovery() -> list[Path]:
     """The cached discovery results this torch build and jitdtypes would load: what a node like this one needs."""
     from jitdtypes import discovery
-    from jitdtypes.cache_tools import inventory
+    from cache_tools import inventory
 
     return [Path(found["path"]) for found in inventory.discovery_files()
             if discovery.check(Path(found["path"]))[0] is not None]
@@ -206,7 +206,7 @@ def import_archive(args) -> int:
     if archive.is_dir():
         raise UsageError(f"{archive}: a directory, not an archive `jitdtypes cache export` wrote")
     from jitdtypes import discovery
-    from jitdtypes.cache_tools import locations, transfer
+    from cache_tools import locations, transfer
 
     started = time.perf_counter()
     try:

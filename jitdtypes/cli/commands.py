@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from . import UsageError
+from .main import UsageError
 
 
 def print_table(rows: list[dict], columns: list[str]) -> None:
@@ -55,7 +55,7 @@ def ops(args) -> int:
         json.dump(rows, sys.stdout, indent=1)
         print()
         return 0
-    registration = jitdtypes._registration
+    registration = jitdtypes.installer.registration()
     if registration is not None:
         from jitdtypes import native_guard
 
@@ -73,7 +73,7 @@ def ops(args) -> int:
 
 
 def arches_named(names: list[str] | None) -> list:
-    from jitdtypes import aot
+    from ..triton_kernels import aot
 
     try:
         return [aot.arch_named(name) for name in names or []]
@@ -84,7 +84,8 @@ def arches_named(names: list[str] | None) -> list:
 def warm(args) -> int:
     import torch
 
-    from jitdtypes import dtype_names, dtypes, warm
+    from .. import dtype_table, dtypes
+    from . import warm
 
     arches = arches_named(args.arch)
     device = args.device or ("cuda" if torch.cuda.is_available() or arches else "cpu")
@@ -93,7 +94,7 @@ def warm(args) -> int:
     if device == "cuda" and not arches and not torch.cuda.is_available():
         raise UsageError("no CUDA device here: name the GPU arches to compile for, e.g. --arch sm_80,sm_90")
     _refuse_absent_dtype(args.dtype)
-    names = sorted(n for n in dtype_names.COMPLEX if n not in dtypes.ABSENT) if args.dtype == "all" else [args.dtype]
+    names = sorted(n for n in dtype_table.COMPLEX if n not in dtypes.ABSENT) if args.dtype == "all" else [args.dtype]
     ops = set(args.ops) if args.ops else None
     known = {params["op"] for _, params in warm.kernels_to_warm(names, None)}
     if ops and not ops <= known:
@@ -121,10 +122,9 @@ def warm(args) -> int:
 
 def _warm_discovery() -> None:
     """Probe every device here that has no cached discovery results (whatever JITDTYPES_DISCOVERY says)."""
-    import jitdtypes
-    from jitdtypes import discovery
+    from jitdtypes import discovery, installer
 
-    for found in discovery.load_or_discover_all(jitdtypes._device_types()).values():
+    for found in discovery.load_or_discover_all(installer.device_types()).values():
         print(discovery.summary(found))
 
 
@@ -143,7 +143,7 @@ def _warm_guard() -> str:
 
 
 def demo(args) -> int:
-    from jitdtypes import demo
+    from . import demo
 
     _refuse_absent_cuda(args.device)
     _enable_unless_disabled()

@@ -7,7 +7,8 @@ import argparse
 import os
 from pathlib import Path
 
-from jitdtypes import __version__, dtype_names
+from .._version import __version__
+from .. import dtype_table
 
 DEVICES = ("cpu", "cuda")
 PATHS = ("native", "template", "upcast", "generated")
@@ -99,7 +100,7 @@ def names(text: str) -> list[str]:
 
 def age(text: str) -> float:
     """30d, 12h, 45m or 90s, in seconds."""
-    from jitdtypes.cache_tools import inventory
+    from cache_tools import inventory
 
     try:
         return inventory.parse_age(text)
@@ -110,7 +111,7 @@ def age(text: str) -> float:
 def build() -> Parser:
     # a complex dtype this torch lacks is still a choice: the cache may hold other builds' entries, and the
     # commands that need the dtype say why they cannot have it
-    complex_names = list(dtype_names.COMPLEX)
+    complex_names = list(dtype_table.COMPLEX)
     parser = Parser(prog="jitdtypes", formatter_class=HelpFormatter, epilog=TOP_EXAMPLES,
                     description="Lazily generated kernels that make torch.complex32 and torch.bcomplex32 usable: "
                                 "what they serve, and their cache.")
@@ -124,7 +125,7 @@ def build() -> Parser:
         description="The dispatch guard in use, then one row per (op, dtype, device) jitdtypes knows of: PyTorch's "
                     "own support (native, partial, missing, or crashed when probing it crashed), the path a call "
                     "takes, and the calls seen in this process.")
-    ops.add_argument("--dtype", choices=[*complex_names, *dtype_names.REAL], help="only rows of this dtype")
+    ops.add_argument("--dtype", choices=[*complex_names, *dtype_table.REAL], help="only rows of this dtype")
     ops.add_argument("--device", choices=DEVICES, help="only rows of this device type")
     ops.add_argument("--path", choices=PATHS, help="only rows whose calls take this path")
     ops.add_argument("--json", action="store_true",

@@ -22,7 +22,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .. import dtypes, engine, schema, upcast
+from .. import dtypes, schema, upcast
+from ..triton_kernels import engine
 
 
 def _run_like_eager(overload_name: str, args: tuple) -> Tensor:

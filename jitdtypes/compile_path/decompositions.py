@@ -20,7 +20,7 @@ from torch.utils._pytree import tree_flatten
 
 from .. import dtypes
 from . import layout_ops, custom_ops
-from . import formulas as F
+from .. import complex_math as F
 from . import planar
 
 aten, prims = torch.ops.aten, torch.ops.prims

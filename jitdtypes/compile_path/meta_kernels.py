@@ -20,7 +20,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from .. import dtypes, schema, torch_compat, upcast
-from ..error_messages import looks_like_dtype_error
+from ..upcast.error_messages import looks_like_dtype_error
 
 _META_KEYSET = torch._C.DispatchKeySet(torch._C.DispatchKey.Meta)
 # Set while a kernel here runs: the upcast path's own conversions (clone, neg ...) take PyTorch's meta kernels.

@@ -20,7 +20,6 @@ import jitdtypes
 from jitdtypes import dtypes, schema
 from jitdtypes.cpu_kernels import table
 from jitdtypes.compile_path import bits, decompositions, planar
-from jitdtypes.cpu_kernels import _SHIM_DTYPES
 
 
 # Inductor splits a loop over the CPU's threads only where the example's length says there is work enough
@@ -165,7 +164,7 @@ def build(overload: str, dtype: torch.dtype, package: str, into: bool = False) -
     import torch._inductor
     from torch._inductor.package import package_aoti
 
-    words = dtype not in _SHIM_DTYPES
+    words = dtypes.NAMES[dtype] not in table.SHIM_DTYPES
     with contextlib.ExitStack() as stack:
         stack.enter_context(decompositions.parts_reduced_apart())  # the reduction reads its input
         if table.reads(overload, dtypes.NAMES[dtype]) == table.HALVES:

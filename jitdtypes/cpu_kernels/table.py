@@ -183,3 +183,7 @@ def min_numel(overload: str, dtype_name: str) -> int:
     """At least 2 in every case: export specializes lengths 0 and 1, so the package's symbolic one starts at 2."""
     overload = functional(overload)
     return _MIN_NUMEL.get((overload, dtype_name), _MIN_NUMEL_BY_KIND[GENERATED[overload]])
+
+
+# dtypes AOTInductor's C shim can pass (the others cross as int32 words)
+SHIM_DTYPES = frozenset({"complex32"})

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from jitdtypes.cache_tools.guard_store import LIBRARY, GuardEntry, GuardStore
-from jitdtypes.cache_tools.store import CorruptEntry, InsecureEntry
+from cache_tools.guard_store import LIBRARY, GuardEntry, GuardStore
+from cache_tools.store import CorruptEntry, InsecureEntry
 
 log = logging.getLogger("jitdtypes")
 

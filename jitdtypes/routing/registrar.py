@@ -15,9 +15,12 @@ import warnings
 
 import torch
 
-from .. import (cpu_kernels, dtypes, engine, entry_points, native_guard, path_record, torch_compat, upcast, wide_gradients,
-               wrapped_numbers)
-from ..findings import COMPOSITE, MISSING, PARTIAL, Finding, kernel_level
+from .. import cpu_kernels, dtypes, native_guard, torch_compat, upcast
+from ..triton_kernels import engine
+from ..interop import complex_views
+from . import path_record
+from ..upcast import wide_gradients, wrapped_numbers
+from ..discovery.findings import COMPOSITE, MISSING, PARTIAL, Finding, kernel_level
 from ..schema import TENSOR_LIST, Overload, overload
 from . import router, sources
 
@@ -132,7 +135,7 @@ def _install(findings_by_device: dict[str, list[Finding]], registration: Registr
                 if (info.full_name, key) in registration.typed:
                     cpu_kernels.offer(info.full_name, key, upcast, overridden)
         _install_wide_gradients(findings, device_type, registration)
-    for name, key, factory, handed_over in entry_points.entries([d.upper() for d in findings_by_device]):
+    for name, key, factory, handed_over in complex_views.entries([d.upper() for d in findings_by_device]):
         registration.register(overload(name), key, lambda original: factory(original, _constant_keyset(key)),
                               handed_over)
 

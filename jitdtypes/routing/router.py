@@ -21,9 +21,12 @@ import weakref
 
 import torch
 
-from .. import cpu_kernels, dtypes, engine, path_record, upcast, wrapped_numbers
-from ..error_messages import looks_like_dtype_error
-from ..findings import MISSING, PARTIAL
+from .. import cpu_kernels, dtypes, upcast
+from ..triton_kernels import engine
+from . import path_record
+from ..upcast import wrapped_numbers
+from ..upcast.error_messages import looks_like_dtype_error
+from ..discovery.findings import MISSING, PARTIAL
 from ..schema import OPTIONAL_TENSOR, TENSOR, TENSOR_LIST, Overload
 from . import sources
 
@@ -86,6 +89,10 @@ class Router:
         self.lock = threading.Lock()
         self.key = sources.key_function(info)
         self.specialized: dict[tuple, object] = {}
+        # the cells each routed dtype counts its calls in, by path: made here, so that routed calls do not
+        self.cells = {dtype: tuple(path_record.counter(info.full_name, dtypes.NAMES[dtype], device_type, path)
+                                   for path in (path_record.NATIVE, path_record.TEMPLATE, path_record.UPCAST))
+                      for dtype in self.status}
         _all.add(self)
 
     # -- entry points from the generated guard -------------------------------------------------------
@@ -127,11 +134,10 @@ class Router:
         result dtype that promotion makes a target)."""
         info = self.info
         dtype = dtype or self.target_dtype(args, kwargs)
-        name, op, device = dtypes.NAMES[dtype], info.full_name, self.device_type
-        native_count = path_record.counter(op, name, device, path_record.NATIVE)
-        template_count = path_record.counter(op, name, device, path_record.TEMPLATE)
-        upcast_count = path_record.counter(op, name, device, path_record.UPCAST)
-        template = engine.planned_adapter(op, device, args, kwargs) if self.templates else None
+        op, device = info.full_name, self.device_type
+        native_count, template_count, upcast_count = self.cells[dtype]
+        templates = self.templates and device in engine.template_devices
+        template = engine.planned_adapter(op, device, args, kwargs) if templates else None
         upcast_call = upcast.specialize(info, self.original, args, kwargs, upcast_count)
         if device == "cpu" and (op, dtype) in cpu_kernels.eligible:
             cpu_kernels.first_need(op, dtype)  # later calls may find a generated kernel in the C++ guard

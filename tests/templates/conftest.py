@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from jitdtypes import dtypes
-from jitdtypes.kernels_templates import common
+from kernels_templates import common
 
 pytest.importorskip("triton")
 
@@ -20,7 +20,7 @@ def load():
     """load(family_name) -> loader(params) -> the rendered module's `run`, executed in the interpreter."""
 
     def for_family(family_name):
-        family = importlib.import_module(f"jitdtypes.kernels_templates.{family_name}")
+        family = importlib.import_module(f"kernels_templates.{family_name}")
 
         def loader(params, key=None):  # key: the engine's shortcut (kernels_templates/common.py); renders anyway
             params = {"interpret": True, **params}

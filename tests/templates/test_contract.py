@@ -6,12 +6,12 @@ import importlib
 import pytest
 import torch
 
-from jitdtypes.engine import FAMILIES
+from jitdtypes.triton_kernels.engine import FAMILIES
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_adapter_names_are_real_overloads(family):
-    module = importlib.import_module(f"jitdtypes.kernels_templates.{family}")
+    module = importlib.import_module(f"kernels_templates.{family}")
     assert module.FAMILY == family and module.ATEN
     for name in module.ATEN:
         qualified, _, overload = name.partition(".")
@@ -24,7 +24,7 @@ def test_host_arithmetic_matches_triton():
     slow outside kernels): same results, including zero and negative arguments."""
     import triton
 
-    from jitdtypes.kernels_templates import common
+    from kernels_templates import common
 
     for n in range(-40, 5000):
         assert common.next_power_of_2(n) == triton.next_power_of_2(n), n
@@ -38,7 +38,7 @@ def test_launches_make_the_tensors_device_current(monkeypatch):
     tensor's device current around launches when it is another one, and changes nothing otherwise."""
     import types
 
-    from jitdtypes.kernels_templates import launcher
+    from kernels_templates import launcher
 
     entered = []
 
@@ -65,7 +65,7 @@ def test_every_family_launches_on_its_tensors_device(load, monkeypatch):
     """Each family's host code launches inside on_device_of of one of the call's tensors, once per call."""
     import contextlib
 
-    from jitdtypes.kernels_templates import fft, launcher
+    from kernels_templates import fft, launcher
 
     seen = []
 

@@ -17,7 +17,7 @@ import torch
 
 from conftest import DTYPE_NAMES, EPS, assert_close_16bit
 from jitdtypes import dtypes
-from jitdtypes.kernels_templates import fft
+from kernels_templates import fft
 
 aten = torch.ops.aten
 SIZES = [2, 4, 8, 64, 256]

@@ -16,7 +16,7 @@ import torch
 
 from conftest import DTYPE_NAMES, assert_close_16bit
 from jitdtypes import dtypes
-from jitdtypes.kernels_templates import common, matmul
+from kernels_templates import common, matmul
 
 dtype_names = pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 

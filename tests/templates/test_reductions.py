@@ -16,7 +16,7 @@ import torch
 from conftest import DTYPE_NAMES, assert_close_16bit
 
 from jitdtypes import dtypes
-from jitdtypes.kernels_templates import reductions
+from kernels_templates import reductions
 
 # the interpreter computes with numpy, which warns about the overflow and NaN these tests provoke
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

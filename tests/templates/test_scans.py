@@ -13,7 +13,7 @@ import torch
 from conftest import DTYPE_NAMES, assert_close_16bit
 
 from jitdtypes import dtypes
-from jitdtypes.kernels_templates import scans
+from kernels_templates import scans
 
 # the interpreter computes with numpy, which warns about the overflow these tests provoke
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

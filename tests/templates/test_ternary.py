@@ -14,7 +14,7 @@ from conftest import DTYPE_NAMES, random_rounded
 from conftest import elementwise_params as params
 from conftest import assert_close_16bit as assert_close
 from jitdtypes import dtypes
-from jitdtypes.kernels_templates import common, elementwise, ternary
+from kernels_templates import common, elementwise, ternary
 
 # numpy reports overflow and division by zero in the lanes that the kernels' tl.where calls discard.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:triton.runtime.interpreter")

@@ -14,7 +14,7 @@ import torch
 from conftest import DTYPE_NAMES
 from conftest import assert_close_16bit as assert_close
 from jitdtypes import dtypes
-from jitdtypes.kernels_templates import common, elementwise, unary
+from kernels_templates import common, elementwise, unary
 
 # numpy reports overflow and division by zero in the lanes that the kernels' tl.where calls discard.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning:triton.runtime.interpreter")

@@ -1,1 +1,0 @@
-from cache_tools.package_store import *

@@ -1,1 +1,0 @@
-from cache_tools.transfer import *

@@ -1,1 +1,0 @@
-from kernels_templates.elementwise_calls import *

@@ -1,1 +1,0 @@
-from kernels_templates.matmul_calls import *
