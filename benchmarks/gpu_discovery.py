@@ -48,7 +48,8 @@ def measure(devices: list[str], overloads: list[str] | None = None, keep: Path |
     copied to `keep`): {"wall_s": ..., "devices": {device: {overrides, crashed, probed, workers, children,
     seconds}}}. Progress lines go to stderr as they come."""
     with tempfile.TemporaryDirectory(prefix="jitdtypes-gpu-discovery-") as cache:
-        env = {**os.environ, "JITDTYPES_CACHE_DIR": cache, "JITDTYPES_DISABLE": "1"}
+        # probe: a shipped result (CPU on the CI builds) would be read, not measured
+        env = {**os.environ, "JITDTYPES_CACHE_DIR": cache, "JITDTYPES_DISABLE": "1", "JITDTYPES_DISCOVERY": "probe"}
         run = subprocess.run([sys.executable, "-c", _DISCOVER, json.dumps(devices), json.dumps(overloads)],
                              env=env, stdout=subprocess.PIPE, text=True, check=True)
         if keep is not None and Path(cache, "discovery").is_dir():
@@ -95,6 +96,7 @@ def main(argv=None) -> int:
     lines = [f"torch {torch.__version__}, {device}, {os.cpu_count()} cores"] + table(result)
     print("\n".join(lines))
     if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "gpu_discovery.txt").write_text("\n".join(lines) + "\n")
         (args.out / "gpu_discovery.json").write_text(json.dumps(result, indent=1))
     from benchmarks.common import write_rows

@@ -118,16 +118,12 @@ def cpu_calls_through_templates():
     """Route CPU calls to the templates without Triton's interpreter (set_cpu_backend would turn it on)."""
     from jitdtypes.triton_kernels import engine
 
-    previous = engine._cpu_backend
-    engine._cpu_backend = engine.TRITON_INTERPRET
-    for listener in engine.backend_listeners:
-        listener()
+    previous = engine.cpu_backend()
+    engine.route_cpu_calls(engine.TRITON_INTERPRET)
     try:
         yield
     finally:
-        engine._cpu_backend = previous
-        for listener in engine.backend_listeners:
-            listener()
+        engine.route_cpu_calls(previous)
 
 
 class _AlwaysTraced:

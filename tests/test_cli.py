@@ -105,7 +105,10 @@ def test_examples_are_command_lines_the_parser_takes():
 
 
 def test_static_dtype_names_are_this_torch_builds():
-    assert set(dtypes.BY_NAME) | set(dtypes.ABSENT) == set(dtype_table.COMPLEX + dtype_table.REAL)
+    # a build without a complex dtype lacks its name, not its part's (torch.bfloat16 predates torch.bcomplex32)
+    present = [row for row in dtype_table.SIXTEEN_BIT if row.name not in dtypes.ABSENT]
+    assert set(dtypes.BY_NAME) == {name for row in present for name in (row.name, row.part)}
+    assert set(dtypes.BY_NAME) | set(dtypes.ABSENT) >= set(dtype_table.COMPLEX)
     assert set(dtypes.ABSENT) <= set(dtype_table.FIRST_RELEASE)
     assert [dtypes.NAMES[d] for d in dtypes.COMPLEX_TARGETS] == [n for n in dtype_table.COMPLEX
                                                                  if n not in dtypes.ABSENT]

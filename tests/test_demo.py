@@ -10,6 +10,7 @@ import torch
 
 import jitdtypes
 from jitdtypes.cli import demo
+from jitdtypes.cli.demo.main import MIN_SIZE
 from jitdtypes import dtypes
 from jitdtypes.cli.demo import fno, measure, ops
 from tests.conftest import TARGETS, TOLERANCE
@@ -161,7 +162,7 @@ def test_cuda_asked_without_cuda_exits_2_with_a_message(monkeypatch):
 
 @pytest.mark.parametrize("arguments, message", [
     ({"device": "tpu"}, "device 'tpu': choose cpu or cuda"),
-    ({"device": "cpu", "size": demo.MIN_SIZE - 1}, f"size {demo.MIN_SIZE - 1}: at least {demo.MIN_SIZE}"),
+    ({"device": "cpu", "size": MIN_SIZE - 1}, f"size {MIN_SIZE - 1}: at least {MIN_SIZE}"),
 ])
 def test_what_cannot_be_had_exits_2(arguments, message):
     status, out, err = _run(**arguments)

@@ -50,7 +50,9 @@ def test_a_killed_discovery_leaves_no_result_and_no_children(tmp_path):
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-    deadline = time.monotonic() + 10
+    # Linux kills the probing children at once; one still importing torch (a replacement started just before the
+    # kill) has not asked for that yet and leaves when it sees its new parent, which takes longer on a busy machine
+    deadline = time.monotonic() + 60
     while _probing_children_of(cache) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _probing_children_of(cache) == []

@@ -61,9 +61,8 @@ def cpu_backend() -> str:
 
 def set_cpu_backend(name: str) -> None:
     """"upcast" (default) or "triton-interpret": run CPU calls that have a template through Triton's
-    interpreter (a validation mode: ~100x slower than the upcast path). The interpreter is a process-wide
+    interpreter (a validation mode, far slower than the upcast path). The interpreter is a process-wide
     choice Triton makes when it is imported, so this must come before `import triton`."""
-    global _cpu_backend
     if name not in CPU_BACKENDS:
         raise ValueError(f"cpu backend must be one of {CPU_BACKENDS}, not {name!r}")
     if name == TRITON_INTERPRET and os.environ.get("TRITON_INTERPRET") != "1":
@@ -71,6 +70,13 @@ def set_cpu_backend(name: str) -> None:
             raise RuntimeError("triton was imported without TRITON_INTERPRET=1: set JITDTYPES_CPU_BACKEND="
                                "triton-interpret (or TRITON_INTERPRET=1) before importing triton")
         os.environ["TRITON_INTERPRET"] = "1"
+    route_cpu_calls(name)
+
+
+def route_cpu_calls(name: str) -> None:
+    """Where CPU calls that have a template go, without touching Triton's mode (set_cpu_backend checks that;
+    a simulated GPU compiles real kernels and launches nothing, so it calls this directly)."""
+    global _cpu_backend
     _cpu_backend = name
     if name == TRITON_INTERPRET:
         template_devices.add("cpu")
