@@ -8,8 +8,9 @@ aten._fft_* here), and they are usable directly, eager or compiled, forward and 
     torch.ops.jitdtypes.fft_c2c(x, dim, normalization, forward)
     torch.ops.jitdtypes.fft_c2r(x, dim, normalization, last_dim_size)
 
-Each runs what eager jitdtypes runs for the matching ATen op: the template kernel where the device has one
-(CUDA, or CPU with JITDTYPES_CPU_BACKEND=triton-interpret), else the upcast path. Outputs are contiguous,
+Each runs what eager jitdtypes runs for the matching ATen op, by calling it: jitdtypes' guard routes it to the
+template kernel where the device has one (CUDA, or CPU with JITDTYPES_CPU_BACKEND=triton-interpret), else to
+the upcast path. Outputs are contiguous,
 as the fake kernels say. Mixed dtypes follow eager jitdtypes, which widens 16-bit operands to 32 bits:
 complex32 with bcomplex32 or complex64 gives complex64, and operands that widen to different dtypes (a real
 matrix times a complex one) are an error, as in PyTorch. The backward formulas are ATen's
@@ -22,17 +23,15 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .. import dtypes, schema, upcast
-from ..triton_kernels import engine
+from .. import dtypes
+
+aten = torch.ops.aten
 
 
-def _run_like_eager(overload_name: str, args: tuple) -> Tensor:
-    template = engine.adapter_for(overload_name, args[0].device.type)
-    if template is not None:
-        result = template(args, {})
-        if result is not NotImplemented:
-            return result.contiguous()
-    return upcast.run(schema.overload(overload_name), args, {}).contiguous()
+def _run_like_eager(overload: torch._ops.OpOverload, args: tuple) -> Tensor:
+    # Through the dispatcher, below autograd: jitdtypes' guard for the overload routes the 16-bit call as in
+    # eager mode (a template kernel where the device has one, else the upcast path).
+    return overload(*args).contiguous()
 
 
 # -- matrix products ----------------------------------------------------------------------------------------
@@ -41,7 +40,7 @@ def _run_like_eager(overload_name: str, args: tuple) -> Tensor:
 @torch.library.custom_op("jitdtypes::complex_matmul", mutates_args=(), schema="(Tensor a, Tensor b) -> Tensor")
 def complex_matmul(a: Tensor, b: Tensor) -> Tensor:
     """a @ b for matrices (2-D) or batches of them (3-D), at least one complex32/bcomplex32."""
-    return _run_like_eager("aten::mm" if a.dim() == 2 else "aten::bmm", (a, b))
+    return _run_like_eager(aten.mm.default if a.dim() == 2 else aten.bmm.default, (a, b))
 
 
 def _widened(dtype: torch.dtype) -> torch.dtype:
@@ -87,7 +86,7 @@ def _last_dim(x: Tensor, dim: list[int]) -> int:
 @torch.library.custom_op("jitdtypes::fft_r2c", mutates_args=(), schema=_FFT_SCHEMA.format("bool onesided"))
 def fft_r2c(x: Tensor, dim: list[int], normalization: int, onesided: bool) -> Tensor:
     """aten._fft_r2c: a complex32/bcomplex32 spectrum of float16/bfloat16 input (complex64 of float32)."""
-    return _run_like_eager("aten::_fft_r2c", (x, dim, normalization, onesided))
+    return _run_like_eager(aten._fft_r2c.default, (x, dim, normalization, onesided))
 
 
 @fft_r2c.register_fake
@@ -102,7 +101,7 @@ def _fft_r2c_fake(x: Tensor, dim: list[int], normalization: int, onesided: bool)
 @torch.library.custom_op("jitdtypes::fft_c2c", mutates_args=(), schema=_FFT_SCHEMA.format("bool forward"))
 def fft_c2c(x: Tensor, dim: list[int], normalization: int, forward: bool) -> Tensor:
     """aten._fft_c2c, for complex32/bcomplex32 input (any complex dtype runs)."""
-    return _run_like_eager("aten::_fft_c2c", (x, dim, normalization, forward))
+    return _run_like_eager(aten._fft_c2c.default, (x, dim, normalization, forward))
 
 
 @fft_c2c.register_fake
@@ -114,7 +113,7 @@ def _fft_c2c_fake(x: Tensor, dim: list[int], normalization: int, forward: bool) 
 def fft_c2r(x: Tensor, dim: list[int], normalization: int, last_dim_size: int) -> Tensor:
     """aten._fft_c2r: a float16/bfloat16 signal of last_dim_size samples from complex32/bcomplex32 input
     (float32 from complex64)."""
-    return _run_like_eager("aten::_fft_c2r", (x, dim, normalization, last_dim_size))
+    return _run_like_eager(aten._fft_c2r.default, (x, dim, normalization, last_dim_size))
 
 
 @fft_c2r.register_fake
