@@ -1,7 +1,6 @@
 """Read-only cache layers: JITDTYPES_CACHE_PATH=/opt/jitdtypes:/shared/warm names caches (an image's, an admin's,
 a shared file system's) consulted, in order, before the user's own cache, which is still the only one written.
-They have the store's layout (store.py) and serve every kind but the compiled guard: kernels, generated CPU
-kernels, discovery results.
+They have the store's layout (store.py); kernels and discovery results are looked up in them.
 
 A layer holds code that gets executed, so its entries are used only when the entry, its files and every
 directory from the layer root down to it are owned by this user or root and not writable by group or others

@@ -172,11 +172,14 @@ class Store:
         self.owners = this_user() if owners is None else owners
 
     def directory(self, key: str) -> Path:
+        if not isinstance(key, str) or not KEY.fullmatch(key):
+            raise ValueError(f"not a cache key: {key!r} (64 lowercase hex digits, cache_key's)")
         return self.root / key[:2] / key
 
     def lock(self, key: str) -> FileLock:
-        locations.ensure_dir(self.root / key[:2])
-        return FileLock(str(self.root / key[:2] / f"{key}{LOCK}"))
+        directory = self.directory(key)
+        locations.ensure_dir(directory.parent)
+        return FileLock(f"{directory}{LOCK}")
 
     def read(self, key: str) -> Entry | None:
         """The entry for `key`, None if absent; InsecureEntry if it, a file of it or a directory above it could
@@ -309,7 +312,7 @@ class Store:
     # -- failed builds: remembered per key, written whole, read only when private to the user -----------------
 
     def failure_path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}{FAILED}"
+        return self.directory(key).with_name(f"{key}{FAILED}")
 
     def record_failure(self, key: str, record: dict) -> None:
         locations.ensure_dir(self.failure_path(key).parent)

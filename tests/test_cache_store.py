@@ -52,6 +52,9 @@ def test_the_key_recipe_is_canonical_and_kinds_are_checked():
         cache_key("kernel", "c", {})
     with pytest.raises(ValueError, match="not a kind of cache entry: 'packages'"):
         Store("packages")
+    for key in ("../../etc", "AB" * 32, "ab" * 20, None):
+        with pytest.raises(ValueError, match="not a cache key: .* \\(64 lowercase hex digits"):
+            Store("guard").read(key)
 
 
 def test_an_entry_is_its_files_and_metadata_written_last(tmp_path):
