@@ -185,15 +185,22 @@ def load_or_discover(device_type: str, devices_at_once: int = 1) -> Discovery:
         return {"device_type": device_type, "torch": torch.__version__, "jitdtypes": __version__,
                 "overrides": len(json.loads(text).get("findings", []))}
 
+    def damaged(exc: CorruptEntry) -> None:
+        log.warning("jitdtypes: damaged discovery result (%s): probing again", exc)
+
     store = Store(DISCOVERY)
     try:
-        entry, _ = store.ensure(build_key(device_type), probe_into, damaged=lambda exc: log.warning(
-            "jitdtypes: damaged discovery result (%s): probing again", exc))
-    except (InsecureEntry, OSError) as exc:
+        entry, _ = store.ensure(build_key(device_type), probe_into, damaged=damaged)
+    except InsecureEntry as exc:
+        log.warning("jitdtypes: cache %s not trusted (%s); discovery results kept in memory", store.root, exc)
+        entry = None
+    except OSError as exc:
         log.warning("jitdtypes: cache %s not writable (%s); discovery results kept in memory", store.root, exc)
-        return probed[0] if probed else discover(device_type, workers=workers)
-    return probed[0] if probed else load(entry.directory / file_name(device_type)) or discover(device_type,
-                                                                                               workers=workers)
+        entry = None
+    if probed:
+        return probed[0]
+    found = load(entry.directory / file_name(device_type)) if entry is not None else None
+    return found or discover(device_type, workers=workers)  # found None: made by another process, yet refused
 
 
 def _mode() -> str:
