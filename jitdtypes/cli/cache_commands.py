@@ -48,9 +48,13 @@ def info(args) -> int:
         print(f"cpu        {len(failed)} failed builds of generated CPU kernels, not built again until `jitdtypes warm "
               f"--device cpu` or `jitdtypes cache clean --stale` (the upcast path serves them): "
               + ", ".join(sorted(f"{(f['overload'] or '?').removeprefix('aten::')} {f['dtype']}" for f in failed)))
+    from jitdtypes import discovery
+
+    current = {discovery.build_key(device) for device in DEVICES}
     for found in report["discovery"]:
-        print(f"discovery  {found['device_type']} torch {found['torch']}: {found['overrides']} overrides "
-              f"({found['bytes']:,} bytes)" + (f": {found['problem']}" if found["problem"] else ""))
+        status = found["problem"] or ("used by this build" if found["key"] in current else "another build's")
+        print(f"discovery  {found['key'][:16]} {found['device_type']} torch {found['torch']}: {found['overrides']} "
+              f"overrides, {found['bytes']:,} bytes ({status})")
     active = _active_guard()
     for guard in report["guard"]:
         status = guard["problem"] or ("loaded by this torch build" if guard["key"] == active else "another build")
