@@ -1,20 +1,22 @@
-"""`jitdtypes cache export` / `import`: kernel entries, with their Triton cache files, as one .tar.gz.
+"""`jitdtypes cache export` / `import`: entries of every kind but the compiled guard, as one .tar.gz.
 
-    manifest.json                           {"format": FORMAT, "entries": {key: {relative path: sha256}},
-                                             "discovery": {file name: sha256}}
-    kernels/<key>/kernel.py, meta.json      the entry as the store keeps it
+    manifest.json                           {"format": FORMAT, "entries": {kind: {key: {relative path: sha256}}}}
+    kernels/<key>/kernel.py, meta.json      a kernel entry as the store keeps it (store.py)
     kernels/<key>/triton/<dir>/<file>       its Triton cache files (triton_artifacts.py)
-    cpu_kernels/<key>/kernel.pt2, meta.json a generated CPU kernel's package as package_store.py keeps it
-                                            (listed under "cpu_kernels" in the manifest)
-    discovery/<device>-torch<v>-<key>.json  discovery results, so a node with the same torch build need not probe
+    cpu_kernels/<key>/kernel.pt2, meta.json a generated CPU kernel
+    discovery/<key>/<device>-torch<v>-<key>.json, meta.json
+                                            a discovery result, so a node with the same torch build need not probe
+
+The compiled guard is not exported: it is built for one machine's torch installation, compiler and C++ ABI, and
+loading a library runs its code; a node builds its own in about 20 s.
 
 An archive holds code that gets executed, and tar can describe far more than files: import reads member headers
 itself instead of trusting tarfile's extraction (no `filter=` guarantee on every supported Python). It accepts
 only regular files (and directories, which it ignores) at the paths above, refuses absolute paths, `..`,
 symbolic and hard links, devices and FIFOs, duplicate names, members over a size limit and archives over a
 total limit, all with an ArchiveRefused naming the member. Files go to a private staging directory inside the
-cache's kernels/ folder (so the final renames stay on one file system); only when every file matches the
-manifest and every entry its own metadata (key, source sha256, Triton files) is anything installed: each entry
+cache (so the final renames stay on one file system); only when every file matches the manifest and every entry
+its own metadata (store.checked_meta: key, every file's sha256; Triton files) is anything installed: each entry
 under its lock, by renaming its whole directory into place, so readers see an entry whole or not at all. Two
 imports of one archive at once both succeed; the second finds the first's entries intact and keeps them.
 """
@@ -22,7 +24,6 @@ imports of one archive at once both succeed; the second finds the first's entrie
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import io
 import json
 import os
@@ -34,20 +35,17 @@ import time
 from pathlib import Path, PurePosixPath
 
 from . import atomic, inventory, locations, triton_artifacts
-from . import package_store
-from .package_store import PackageStore
-from .store import META, SOURCE, CorruptEntry, InsecureEntry, KernelStore
+from .store import (CPU_KERNELS, DISCOVERY, KERNELS, KEY, META, PACKAGE, SOURCE, CorruptEntry, InsecureEntry, Store,
+                    checked_meta, sha256, this_user)
 
-FORMAT = "jitdtypes-cache/1"
+FORMAT = "jitdtypes-cache/2"
 MANIFEST = "manifest.json"
 MAX_MEMBER_BYTES = 256 << 20  # a cubin of the largest GEMM is a few hundred KiB
 MAX_TOTAL_BYTES = 8 << 30
 MAX_MEMBERS = 200_000
-_KEY = re.compile(r"[0-9a-f]{64}")
-_PACKAGE_KEY = re.compile(r"[0-9a-f]{40}")
-_DISCOVERY_NAME = re.compile(r"[a-z]+-torch[0-9A-Za-z.+_-]+-[0-9a-f]{16}\.json")
-DISCOVERY = "discovery"
-PACKAGES = PackageStore.FOLDER  # "cpu_kernels": in the archive as in the cache
+# the kinds an archive carries, and the names of their files besides meta.json
+FILES = {KERNELS: re.compile(re.escape(SOURCE)), CPU_KERNELS: re.compile(re.escape(PACKAGE)),
+         DISCOVERY: re.compile(r"[a-z]+-torch[0-9A-Za-z.+_-]+-[0-9a-f]{64}\.json")}
 
 
 class ArchiveRefused(Exception):
@@ -61,10 +59,6 @@ class Limits:
     members: int = MAX_MEMBERS
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 # -- export ------------------------------------------------------------------------------------------------
 
 def _entry_files(directory: Path) -> dict[str, bytes]:
@@ -73,24 +67,19 @@ def _entry_files(directory: Path) -> dict[str, bytes]:
 
 
 def export(out: Path, root: Path | None = None, dtype: str | None = None, devices: set[str] | None = None,
-           discovery_records: list[Path] = ()) -> dict:
-    """Write the intact kernel entries and generated CPU kernels (of `dtype`, for device kinds in `devices`,
-    when given) and the given discovery result files to `out`; returns {"entries" (both kinds), "cpu_kernels",
-    "files", "bytes" (uncompressed), "archive_bytes", "discovery"}. Damaged entries are left out."""
-    records = [r for r in inventory.scan(root) if r.problem is None
-               and (dtype is None or r.meta.get("dtype") == dtype)
-               and (devices is None or r.meta.get("device") in devices)]
-    kernels = {record.key: _entry_files(record.directory) for record in records}
-    packages = {found["key"]: _entry_files(Path(found["path"]).parent) for found in inventory.cpu_kernel_entries(root)
-                if found["problem"] is None and (dtype is None or found["dtype"] == dtype)
-                and (devices is None or "cpu" in devices)}
-    entries = {**{f"kernels/{key}": files for key, files in kernels.items()},
-               **{f"{PACKAGES}/{key}": files for key, files in packages.items()}}
-    discovery = {Path(path).name: Path(path).read_bytes() for path in discovery_records}
-    digests = lambda found: {key: {name: _sha256(data) for name, data in files.items()}  # noqa: E731
-                             for key, files in found.items()}
-    manifest = {"format": FORMAT, "created": time.time(), "entries": digests(kernels),
-                PACKAGES: digests(packages), DISCOVERY: {name: _sha256(data) for name, data in discovery.items()}}
+           discovery_keys=()) -> dict:
+    """Write the intact kernel and generated CPU kernel entries (of `dtype`, for device kinds in `devices`, when
+    given) and the intact discovery results of `discovery_keys` to `out`; returns {"entries" (kernels and
+    generated CPU kernels), "cpu_kernels", "discovery", "files", "bytes" (uncompressed), "archive_bytes"}.
+    Damaged entries are left out."""
+    chosen = [r for r in inventory.scan(root, tuple(FILES)) if r.problem is None and (
+        r.key in discovery_keys if r.kind == DISCOVERY else
+        (dtype is None or r.meta.get("dtype") == dtype) and (devices is None or r.meta.get("device") in devices))]
+    entries = {(r.kind, r.key): _entry_files(r.directory) for r in chosen}
+    listed: dict[str, dict] = {kind: {} for kind in FILES}
+    for (kind, key), files in entries.items():
+        listed[kind][key] = {name: sha256(data) for name, data in files.items()}
+    manifest = {"format": FORMAT, "created": time.time(), "entries": listed}
     out = Path(out)
     try:
         fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
@@ -99,18 +88,16 @@ def export(out: Path, root: Path | None = None, dtype: str | None = None, device
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz", compresslevel=6) as tar:
             _add(tar, MANIFEST, json.dumps(manifest, indent=1, sort_keys=True).encode())
-            for folder, files in entries.items():
+            for (kind, key), files in entries.items():
                 for name, data in files.items():
-                    _add(tar, f"{folder}/{name}", data)
-            for name, data in discovery.items():
-                _add(tar, f"{DISCOVERY}/{name}", data)
+                    _add(tar, f"{kind}/{key}/{name}", data)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return {"entries": len(entries), "cpu_kernels": len(packages), "files": sum(len(f) for f in entries.values()),
-            "bytes": sum(len(d) for f in entries.values() for d in f.values()), "archive_bytes": out.stat().st_size,
-            "discovery": len(discovery)}
+    return {"entries": len(listed[KERNELS]) + len(listed[CPU_KERNELS]), "cpu_kernels": len(listed[CPU_KERNELS]),
+            "discovery": len(listed[DISCOVERY]), "files": sum(len(f) for f in entries.values()),
+            "bytes": sum(len(d) for f in entries.values() for d in f.values()), "archive_bytes": out.stat().st_size}
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -121,9 +108,8 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 # -- import ------------------------------------------------------------------------------------------------
 
-def _checked_name(member: tarfile.TarInfo) -> tuple[str, str] | None:
-    """(key, path inside the entry) of a kernel file, ("cpu_kernels/<key>", file name) of a generated CPU
-    kernel's, ("", MANIFEST) for the manifest, (DISCOVERY, file name) for a discovery result, None for a
+def _checked_name(member: tarfile.TarInfo) -> tuple[str, str, str] | None:
+    """(kind, key, path inside the entry) of an entry's file, ("", "", MANIFEST) for the manifest, None for a
     directory."""
     name = member.name
     if name.startswith("/"):
@@ -138,30 +124,25 @@ def _checked_name(member: tarfile.TarInfo) -> tuple[str, str] | None:
                 "device file" if member.ischr() or member.isblk() else "FIFO" if member.isfifo() else "special member")
         raise ArchiveRefused(f"{name!r}: {kind}")
     if member.isdir():
-        if parts[:1] in (("kernels",), (DISCOVERY,), (PACKAGES,)):
+        if parts[0] in FILES:
             return None
         raise ArchiveRefused(f"{name!r}: unexpected directory")
     if parts == (MANIFEST,):
-        return "", MANIFEST
-    if len(parts) == 2 and parts[0] == DISCOVERY and _DISCOVERY_NAME.fullmatch(parts[1]):
-        return DISCOVERY, parts[1]
-    if (len(parts) == 3 and parts[0] == PACKAGES and _PACKAGE_KEY.fullmatch(parts[1])
-            and parts[2] in PackageStore.FILES):
-        return f"{PACKAGES}/{parts[1]}", parts[2]
-    if len(parts) >= 3 and parts[0] == "kernels" and _KEY.fullmatch(parts[1]):
-        inner = parts[2:]
-        if inner in ((SOURCE,), (META,)):
-            return parts[1], inner[0]
-        if (len(inner) == 3 and inner[0] == triton_artifacts.FOLDER and triton_artifacts.valid_dir_name(inner[1])
-                and triton_artifacts.valid_file_name(inner[2])):
-            return parts[1], "/".join(inner)
+        return "", "", MANIFEST
+    if len(parts) >= 3 and parts[0] in FILES and KEY.fullmatch(parts[1]):
+        kind, key, inner = parts[0], parts[1], parts[2:]
+        if len(inner) == 1 and (inner[0] == META or FILES[kind].fullmatch(inner[0])):
+            return kind, key, inner[0]
+        if (kind == KERNELS and len(inner) == 3 and inner[0] == triton_artifacts.FOLDER
+                and triton_artifacts.valid_dir_name(inner[1]) and triton_artifacts.valid_file_name(inner[2])):
+            return kind, key, "/".join(inner)
     raise ArchiveRefused(f"{name!r}: not a path a jitdtypes cache archive holds")
 
 
-def _stage(archive: Path, staging: Path, limits: Limits) -> tuple[dict, dict[str, dict[str, str]]]:
-    """Copy the archive's files into `staging`, checking every member header first; (manifest, {key: {path:
-    sha256 of the bytes staged}}). OSError when the file cannot be read, ArchiveRefused when what it holds is
-    refused."""
+def _stage(archive: Path, staging: Path, limits: Limits) -> tuple[dict, dict[str, dict[str, dict[str, str]]]]:
+    """Copy the archive's files into `staging`/<kind>/<key>/, checking every member header first; (manifest,
+    {kind: {key: {path: sha256 of the bytes staged}}}). OSError when the file cannot be read, ArchiveRefused when
+    what it holds is refused."""
     manifest, staged, seen, total = None, {}, set(), 0
     raw = open(archive, "rb")  # apart from the tar reader: a missing or unreadable file stays an OSError
     try:
@@ -199,90 +180,59 @@ def _stage(archive: Path, staging: Path, limits: Limits) -> tuple[dict, dict[str
                 raise ArchiveRefused(f"{member.name!r}: unreadable ({exc})") from exc
             if len(data) != member.size:
                 raise ArchiveRefused(f"{member.name!r}: truncated")
-            key, path = where
+            kind, key, path = where
             if path == MANIFEST:
                 try:
                     manifest = json.loads(data)
                 except ValueError as exc:
                     raise ArchiveRefused(f"{MANIFEST}: not JSON ({exc})") from exc
                 continue
-            target = staging / key / path  # DISCOVERY and cpu_kernels/<key> are not kernel keys: no clash
+            target = staging / kind / key / path
             locations.ensure_dir(target.parent)
             atomic.write_bytes(target, data)
-            staged.setdefault(key, {})[path] = _sha256(data)
+            staged.setdefault(kind, {}).setdefault(key, {})[path] = sha256(data)
     return manifest, staged
 
 
-def _verify(manifest, staged: dict[str, dict[str, str]], staging: Path) -> None:
+def _verify(manifest, staged: dict[str, dict[str, dict[str, str]]], staging: Path) -> None:
+    """Every staged file is the manifest's, and every staged entry is one file and its metadata, intact by that
+    metadata (and a kernel's Triton files by theirs)."""
     if (not isinstance(manifest, dict) or manifest.get("format") != FORMAT
-            or not isinstance(manifest.get("entries"), dict)):
+            or not isinstance(manifest.get("entries"), dict)
+            or not all(isinstance(keys, dict) for keys in manifest["entries"].values())):
         raise ArchiveRefused(f"no {MANIFEST} of format {FORMAT}")
-    listed = manifest["entries"]
-    if staged.get(DISCOVERY, {}) != manifest.get(DISCOVERY, {}):
-        raise ArchiveRefused(f"{DISCOVERY}/: files differ from the manifest's names and sha256s")
-    _verify_packages(manifest.get(PACKAGES, {}), _staged_packages(staged), staging / PACKAGES)
-    staged = {key: files for key, files in staged.items() if key != DISCOVERY and not key.startswith(PACKAGES)}
-    if set(listed) != set(staged):
-        raise ArchiveRefused(f"entries differ from the manifest: {sorted(set(listed) ^ set(staged))[:3]}")
-    for key, files in staged.items():
-        if listed[key] != files:
-            wrong = sorted(p for p in set(files) | set(listed[key]) if files.get(p) != listed[key].get(p))
-            raise ArchiveRefused(f"kernels/{key}/{wrong[0]}: does not match the manifest's sha256")
-        directory = staging / key
+    listed = {(kind, key): files for kind, keys in manifest["entries"].items() for key, files in keys.items()}
+    found = {(kind, key): files for kind, keys in staged.items() for key, files in keys.items()}
+    if set(listed) != set(found):
+        differ = sorted("/".join(pair) for pair in set(listed) ^ set(found))
+        raise ArchiveRefused(f"entries differ from the manifest: {differ[:3]}")
+    for (kind, key), files in sorted(found.items()):
+        expected = listed[kind, key] if isinstance(listed[kind, key], dict) else {}
+        if expected != files:
+            wrong = sorted(p for p in set(files) | set(expected) if files.get(p) != expected.get(p))
+            raise ArchiveRefused(f"{kind}/{key}/{wrong[0]}: does not match the manifest's sha256")
+        directory = staging / kind / key
         try:
-            meta = json.loads((directory / META).read_text())
-            source = (directory / SOURCE).read_bytes()
-        except (OSError, ValueError) as exc:
-            raise ArchiveRefused(f"kernels/{key}: no readable {SOURCE} and {META} ({exc})") from exc
-        if not isinstance(meta, dict) or meta.get("key") != key:
-            raise ArchiveRefused(f"kernels/{key}/{META}: does not name this key")
-        if _sha256(source) != meta.get("sha256"):
-            raise ArchiveRefused(f"kernels/{key}/{SOURCE}: does not match its recorded sha256")
+            meta = checked_meta(directory, key, this_user())
+        except (CorruptEntry, InsecureEntry) as exc:
+            raise ArchiveRefused(f"{kind}/{key}: {getattr(exc, 'problem', exc)}") from exc
+        if len(meta["files"]) != 1:
+            raise ArchiveRefused(f"{kind}/{key}: not one file and its metadata")
         problems = triton_artifacts.problems(directory, meta)
         listed_triton = {f"{triton_artifacts.FOLDER}/{r['dir']}/{n}" for r in meta.get(triton_artifacts.RECORDS, [])
                          for n in r["files"]} if not problems else set()
-        extra = sorted(set(files) - {SOURCE, META} - listed_triton)
+        extra = sorted(set(files) - {META, *meta["files"]} - listed_triton)
         if problems or extra:
-            raise ArchiveRefused(f"kernels/{key}: {problems[0] if problems else f'{extra[0]} is not in its metadata'}")
-
-
-def _staged_packages(staged: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
-    return {key.split("/", 1)[1]: files for key, files in staged.items() if key.startswith(f"{PACKAGES}/")}
-
-
-def _verify_packages(listed, staged: dict[str, dict[str, str]], staging: Path) -> None:
-    """Every staged package is the manifest's, names its key and matches its recorded sha256."""
-    if not isinstance(listed, dict) or listed != staged:
-        raise ArchiveRefused(f"{PACKAGES}/: files differ from the manifest's names and sha256s")
-    for key, files in staged.items():
-        if set(files) != set(PackageStore.FILES):
-            raise ArchiveRefused(f"{PACKAGES}/{key}: not a package and its metadata")
-        try:
-            meta = json.loads((staging / key / package_store.META).read_text())
-        except (OSError, ValueError) as exc:
-            raise ArchiveRefused(f"{PACKAGES}/{key}/{package_store.META}: unreadable ({exc})") from exc
-        if not isinstance(meta, dict) or meta.get("key") != key or meta.get("sha256") != files[package_store.PACKAGE]:
-            raise ArchiveRefused(f"{PACKAGES}/{key}: its metadata does not name this key and package")
-
-
-def _install_package(store: PackageStore, key: str, staged_entry: Path) -> bool:
-    """Put one verified package in place under its lock; False when an intact one is there already."""
-    with store.lock(key):
-        try:
-            if store.read(key) is not None:
-                return False
-        except (CorruptEntry, InsecureEntry):
-            pass  # damaged or not ours: replaced
-        _put_in_place(staged_entry, store.directory(key), key)
-        return True
+            raise ArchiveRefused(f"{kind}/{key}: {problems[0] if problems else f'{extra[0]} is not in its metadata'}")
 
 
 def _records(meta: dict) -> set[str]:
     return {r["dir"] for r in meta.get(triton_artifacts.RECORDS, [])}
 
 
-def _install(store: KernelStore, key: str, staged_entry: Path) -> bool:
-    """Put one verified entry in place under its lock; False when an intact entry already holds as much."""
+def _install(store: Store, key: str, staged_entry: Path) -> bool:
+    """Put one verified entry in place under its lock; False when an intact entry already holds as much (its
+    Triton compilations included)."""
     with store.lock(key):
         new_meta = json.loads((staged_entry / META).read_text())
         try:
@@ -292,64 +242,40 @@ def _install(store: KernelStore, key: str, staged_entry: Path) -> bool:
         if (existing is not None and not triton_artifacts.problems(existing.directory, existing.meta)
                 and _records(new_meta) <= _records(existing.meta)):
             return False
-        _put_in_place(staged_entry, store.directory(key), key)
+        store.put_in_place(key, staged_entry)
         return True
-
-
-def _put_in_place(staged_entry: Path, target: Path, key: str) -> None:
-    """Rename the staged entry to `target`, over whatever is there, so that readers see one or the other."""
-    if target.exists() or target.is_symlink():
-        retired = target.parent / f".retired-{key}-{os.getpid()}-{time.time_ns()}"
-        os.rename(target, retired)
-        os.rename(staged_entry, target)
-        shutil.rmtree(retired, ignore_errors=True)
-    else:
-        os.rename(staged_entry, target)
-
-
-def _install_discovery(root: Path, staged: Path, refusal) -> tuple[int, dict[str, str]]:
-    """Install the staged discovery results that `refusal(path)` (None: usable here, else why not) accepts and
-    the cache lacks; (installed, {name: why skipped})."""
-    installed, skipped = 0, {}
-    folder = root / DISCOVERY
-    for path in sorted(staged.glob("*.json")) if staged.is_dir() else []:
-        reason = refusal(path)
-        if reason is None and (folder / path.name).exists():
-            reason = "already present"
-        if reason is not None:
-            skipped[path.name] = reason
-            continue
-        locations.ensure_dir(folder)
-        os.replace(path, folder / path.name)  # the same file system (staging is inside the cache)
-        installed += 1
-    return installed, skipped
 
 
 def import_archive(archive: Path, root: Path | None = None, limits: Limits | None = None,
                    discovery_refusal=lambda path: "not checked") -> dict:
-    """Verify the whole archive, then install each entry atomically; {"entries", "installed", "kept",
-    "discovery_installed", "discovery_skipped"}. Discovery results are installed where
-    `discovery_refusal(path)` returns None (the caller knows which torch build may use them). Raises
-    ArchiveRefused (nothing installed) when any member or hash is refused."""
-    store = KernelStore(root)
-    locations.ensure_dir(store.root)
-    staging = Path(tempfile.mkdtemp(prefix=".import-", dir=store.root))
+    """Verify the whole archive, then install each entry atomically; {"entries" (kernels and generated CPU
+    kernels), "installed", "kept", "discovery_installed", "discovery_skipped"}. A discovery result is installed
+    where `discovery_refusal(its file)` returns None (the caller knows which torch build may use it) and no
+    intact one is present. Raises ArchiveRefused (nothing installed) when any member or hash is refused."""
+    root = root or locations.cache_root()
+    locations.ensure_dir(root)
+    staging = Path(tempfile.mkdtemp(prefix=inventory.IMPORT_STAGING, dir=root))
     try:
         manifest, staged = _stage(Path(archive), staging, limits or Limits())
         _verify(manifest, staged, staging)
-        keys = sorted(key for key in staged if key != DISCOVERY and not key.startswith(PACKAGES))
-        installed = 0
-        for key in keys:
-            locations.ensure_dir(store.root / key[:2])
-            installed += _install(store, key, staging / key)
-        packages, package_keys = PackageStore(store.root.parent), sorted(_staged_packages(staged))
-        for key in package_keys:
-            locations.ensure_dir(packages.root / key[:2])
-            installed += _install_package(packages, key, staging / PACKAGES / key)
-        keys += package_keys
-        discovery_installed, discovery_skipped = _install_discovery(store.root.parent, staging / DISCOVERY,
-                                                                    discovery_refusal)
-        return {"entries": len(keys), "installed": installed, "kept": len(keys) - installed,
-                "discovery_installed": discovery_installed, "discovery_skipped": discovery_skipped}
+        report = {"entries": 0, "installed": 0, "kept": 0, "discovery_installed": 0, "discovery_skipped": {}}
+        for kind in sorted(staged):
+            store = Store(kind, root)
+            for key in sorted(staged[kind]):
+                entry = staging / kind / key
+                if kind == DISCOVERY:
+                    (name,) = json.loads((entry / META).read_text())["files"]
+                    reason = discovery_refusal(entry / name)
+                    if reason is None and not _install(store, key, entry):
+                        reason = "already present"
+                    if reason is None:
+                        report["discovery_installed"] += 1
+                    else:
+                        report["discovery_skipped"][name] = reason
+                    continue
+                installed = _install(store, key, entry)
+                report["entries"] += 1
+                report["installed" if installed else "kept"] += 1
+        return report
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -16,14 +16,13 @@ its cache holds without checking it, so only verified bytes go there.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 from pathlib import Path
 
 from . import atomic
-from .store import CorruptEntry, check_trusted
+from .store import CorruptEntry, check_trusted, sha256
 
 FOLDER = "triton"
 RECORDS = "triton_cache"  # the meta.json field ("triton" holds the version)
@@ -61,10 +60,6 @@ def capture(metadata_group: dict[str, str]) -> tuple[str, dict[str, bytes]]:
     return directories.pop(), {name: path.read_bytes() for name, path in paths.items()}
 
 
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def attach(entry_directory: Path, meta: dict, compiled: list[tuple[str, dict[str, bytes]]]) -> dict:
     """Write captured compilations into the entry and return its metadata listing them (the caller holds the
     entry's lock and writes the metadata after the files, so listed files are always complete)."""
@@ -98,7 +93,7 @@ def problems(entry_directory: Path, meta: dict) -> list[str]:
                 found.append(f"Triton file name {file_name!r} is not allowed")
             elif not path.is_file():
                 found.append(f"Triton file {name}/{file_name} is missing")
-            elif sha256(path.read_bytes()) != digest:
+            elif sha256(path) != digest:
                 found.append(f"Triton file {name}/{file_name} does not match its recorded sha256")
     return found
 
@@ -122,14 +117,14 @@ def install(entry_directory: Path, meta: dict, owners: frozenset[int], triton_di
         blobs = {}
         for file_name, digest in files.items():
             if not valid_file_name(file_name):
-                raise CorruptEntry(f"{entry_directory}: Triton file name {file_name!r} is not allowed")
+                raise CorruptEntry(entry_directory, f"Triton file name {file_name!r} is not allowed")
             try:
                 check_trusted(source / file_name, owners)
                 data = (source / file_name).read_bytes()
             except FileNotFoundError as exc:
-                raise CorruptEntry(f"{entry_directory}: Triton file {name}/{file_name} is missing") from exc
+                raise CorruptEntry(entry_directory, f"Triton file {name}/{file_name} is missing") from exc
             if sha256(data) != digest:
-                raise CorruptEntry(f"{entry_directory}: Triton file {name}/{file_name} does not match its sha256")
+                raise CorruptEntry(entry_directory, f"Triton file {name}/{file_name} does not match its sha256")
             blobs[file_name] = data
         target.mkdir(parents=True, exist_ok=True)
         for file_name, data in blobs.items():

@@ -43,14 +43,16 @@ if jitdtypes.dtypes.BCOMPLEX32:
 
 def seed_cache(root: Path) -> Path:
     """`root` as a private cache holding this session's discovery results and compiled guard, no kernels."""
+    from cache_tools.store import GUARD, Store
     from jitdtypes.native_guard import build
 
     root.mkdir(mode=0o700, exist_ok=True)
-    shutil.copytree(DISCOVERY_CACHE / "discovery", root / "discovery", ignore=shutil.ignore_patterns("*.lock"))
-    guard = DISCOVERY_CACHE / "guard" / build.key()
+    shutil.copytree(DISCOVERY_CACHE / "discovery", root / "discovery", ignore=shutil.ignore_patterns("*.lock", ".work-*"))
+    guard = Store(GUARD, DISCOVERY_CACHE).directory(build.key())
     if guard.is_dir():
-        (root / "guard").mkdir(mode=0o700)
-        shutil.copytree(guard, root / "guard" / guard.name)
+        target = Store(GUARD, root).directory(build.key())
+        target.parent.mkdir(mode=0o700, parents=True)
+        shutil.copytree(guard, target)
     return root
 
 

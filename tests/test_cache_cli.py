@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from jitdtypes import dtypes
+from cache_tools.store import Store
+from jitdtypes import discovery, dtypes
 from tests.conftest import CLI, seed_cache
 
 # bcomplex32 where torch has it (2.14+), else complex32
@@ -57,14 +58,16 @@ def test_warm_generates_then_finds_everything_cached(cache):
 def test_info_list_show(cache):
     _warm(cache, ops="exp,sum")
     info = json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)
-    assert info["dir"] == str(cache) and info["entries"] > 0 and info["bytes"] > info["kernel_bytes"] > 0
-    assert info["damaged"] == 0 and info["versions"][0]["entries"] == info["entries"]
+    kernels = info["kinds"]["kernels"]
+    assert info["dir"] == str(cache) and kernels["entries"] > 0 and info["bytes"] > kernels["bytes"] > 0
+    assert info["damaged"] == 0 and [v for v in info["versions"] if v["kind"] == "kernels"][0]["entries"] == \
+        kernels["entries"]
     assert info["discovery"] and info["discovery"][0]["device_type"] == "cpu"
     text = jitdtypes_cli(cache, "cache", "info").stdout
     assert text.splitlines()[0] == f"directory  {cache}" and f"{info['entries']} entries" in text
 
-    rows = json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)
-    assert len(rows) == info["entries"]
+    rows = json.loads(jitdtypes_cli(cache, "cache", "list", "--json", "--kind", "kernels").stdout)
+    assert len(rows) == kernels["entries"]
     for row in rows:
         assert {"key", "op", "dtype", "path", "bytes", "last_used"} <= row.keys()
         assert Path(row["path"]).is_file() and row["bytes"] > 0 and row["op"] in ("exp", "sum")
@@ -72,7 +75,7 @@ def test_info_list_show(cache):
     only = json.loads(jitdtypes_cli(cache, "cache", "list", "--json", "--dtype", last, "--op", "exp").stdout)
     assert only and all(r["dtype"] == last and r["op"] == "exp" for r in only)
     table = jitdtypes_cli(cache, "cache", "list").stdout.splitlines()
-    assert table[0].split()[:4] == ["key", "family", "op", "dtype"] and table[-1] == f"{len(rows)} entries"
+    assert table[0].split()[:4] == ["key", "family", "op", "dtype"] and table[-1] == f"{info['entries']} entries"
 
     shown = jitdtypes_cli(cache, "cache", "show", rows[0]["key"][:12]).stdout
     meta = json.loads(shown.split("\n\n", 1)[0])
@@ -91,23 +94,24 @@ def test_clean_by_dtype_age_staleness_and_all(cache):
                                                 f"{complex32_bytes:,} bytes freed")
     if LAST_DTYPE == "complex32":  # torch without bcomplex32: nothing is left to age or go stale
         _warm(cache, ops="exp")
-    left = json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)
+    left = json.loads(jitdtypes_cli(cache, "cache", "list", "--json", "--kind", "kernels").stdout)
     assert left and (LAST_DTYPE == "complex32" or all(r["dtype"] == "bcomplex32" for r in left))
 
     # an entry made by another torch version is stale; entries unused for an hour are old
     meta_path = Path(left[0]["path"]).with_name("meta.json")
     meta = json.loads(meta_path.read_text())
     meta_path.write_text(json.dumps({**meta, "torch": "1.0.0", "last_used": time.time() - 7200}))
-    (cache / "discovery" / "cpu-torch1.0.0-0000000000000000.json").write_text('{"torch": "1.0.0"}')
-    other_build = cache / "guard" / ("0" * 20)  # a compiled guard another torch build would load
-    other_build.mkdir(parents=True)
-    (other_build / "meta.json").write_text(json.dumps({"key": "0" * 20, "torch": "1.0.0"}))
-    current_guards = {p.name for p in (cache / "guard").iterdir() if p.is_dir()} - {other_build.name}
+    (cache / "discovery" / "cpu-torch1.0.0-0000000000000000.json").write_text('{"torch": "1.0.0"}')  # old layout
+    _entry(cache, "discovery", "0" * 64, f"cpu-torch1.0.0-{'0' * 64}.json", {"torch": "1.0.0"})  # another build's
+    current_discovery = {discovery.build_key(device) for device in ("cpu", "cuda")}
+    other_build = _entry(cache, "guard", "0" * 64, "libjitdtypes_guard.so", {"torch": "1.0.0"})  # another torch's
+    current_guards = {p.name for p in Store("guard", cache).entries()} - {other_build.name}
     stale = jitdtypes_cli(cache, "cache", "clean", "--stale").stdout
     assert "stale" in stale and meta["key"] not in json.dumps(json.loads(
         jitdtypes_cli(cache, "cache", "list", "--json").stdout))
-    assert "torch1.0.0" in stale and len(list((cache / "discovery").glob("*.json"))) == 1  # the current one stays
-    assert "compiled guard" in stale and {p.name for p in (cache / "guard").iterdir() if p.is_dir()} == current_guards
+    assert "torch1.0.0" in stale and {p.name for p in Store("discovery", cache).entries()} <= current_discovery
+    assert len(Store("discovery", cache).entries()) == 1  # the current one stays
+    assert "compiled guard" in stale and {p.name for p in Store("guard", cache).entries()} == current_guards
     assert "removed 0 entries" in jitdtypes_cli(cache, "cache", "clean", "--older-than", "30d").stdout
     assert jitdtypes_cli(cache, "cache", "clean", "--older-than", "soon", check_rc=2).stderr
     jitdtypes_cli(cache, "cache", "clean", check_rc=2)  # nothing asked for
@@ -121,7 +125,7 @@ def test_clean_by_dtype_age_staleness_and_all(cache):
 def test_verify_finds_and_fixes_damage(cache):
     _warm(cache, ops="exp")
     assert jitdtypes_cli(cache, "cache", "verify").stdout.strip().endswith("0 damaged")
-    rows = json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)
+    rows = json.loads(jitdtypes_cli(cache, "cache", "list", "--json", "--kind", "kernels").stdout)
     truncated, garbled, bad_meta = (Path(r["path"]) for r in rows[:3])
     truncated.write_text(truncated.read_text()[:100])
     garbled.write_bytes(b"\xff\xfe not python \x00")
@@ -151,38 +155,40 @@ def test_info_and_verify_cover_the_compiled_guard(cache):
     damaged[-1] ^= 0xFF
     library.write_bytes(bytes(damaged))
     report = jitdtypes_cli(cache, "cache", "verify", check_rc=1).stdout
-    assert "library does not match its recorded sha256" in report and "1 damaged" in report
+    assert "libjitdtypes_guard.so does not match its recorded sha256" in report and "1 damaged" in report
     jitdtypes_cli(cache, "cache", "verify", "--fix")
     assert not library.parent.exists()
 
 
-def _package(cache: Path, key: str, dtype: str = "complex32") -> Path:
-    """A generated CPU kernel entry (the store checks bytes and metadata only, so any bytes are a package)."""
-    from cache_tools.package_store import PackageStore
+def _entry(cache: Path, kind: str, key: str, name: str, meta: dict) -> Path:
+    """An entry of `kind` holding one file `name` (the store checks bytes and metadata only, so any bytes do)."""
+    def build(workspace):
+        (workspace / name).write_bytes(b"PK\x03\x04 made up by a test")
+        return meta
 
-    store, package = PackageStore(cache), cache / "scratch.pt2"
-    package.write_bytes(b"PK\x03\x04 an AOTInductor package")
-    with store.lock(key):
-        entry = store.write(key, package, {"overload": "aten::exp", "dtype": dtype, "torch": "x"})
-    package.unlink()
-    return entry.directory
+    return Store(kind, cache).ensure(key, build)[0].directory
+
+
+def _package(cache: Path, key: str, dtype: str = "complex32") -> Path:
+    """A generated CPU kernel entry."""
+    return _entry(cache, "cpu_kernels", key, "kernel.pt2", {"overload": "aten::exp", "dtype": dtype, "torch": "x"})
 
 
 def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
     from jitdtypes import cpu_kernels
-    from cache_tools.package_store import PackageStore
 
     current = cpu_kernels.key("aten::exp", dtypes.BY_NAME["complex32"])
-    kept, stale, damaged = _package(cache, current), _package(cache, "ab" * 20), _package(cache, "cd" * 20)
+    kept, stale, damaged = _package(cache, current), _package(cache, "ab" * 32), _package(cache, "cd" * 32)
     (damaged / "kernel.pt2").write_bytes(b"PK\x03\x04 changed")
-    PackageStore(cache).record_failure(cpu_kernels.key("aten::sin", dtypes.BY_NAME["complex32"]),
-                                       {"overload": "aten::sin", "dtype": "complex32", "error": "it failed"})
+    Store("cpu_kernels", cache).record_failure(cpu_kernels.key("aten::sin", dtypes.BY_NAME["complex32"]),
+                                               {"overload": "aten::sin", "dtype": "complex32", "error": "it failed"})
     info = json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)
-    assert len(info["cpu_kernels"]) == 3 and [f["overload"] for f in info["cpu_kernel_failures"]] == ["aten::sin"]
+    assert info["kinds"]["cpu_kernels"]["entries"] == 3
+    assert [f["overload"] for f in info["failures"] if f["kind"] == "cpu_kernels"] == ["aten::sin"]
     assert "1 failed builds of generated CPU kernels" in jitdtypes_cli(cache, "cache", "info").stdout
 
     report = jitdtypes_cli(cache, "cache", "verify", check_rc=1).stdout
-    assert f"damaged {damaged}: package does not match its recorded sha256" in report and "1 damaged" in report
+    assert f"damaged {damaged}: kernel.pt2 does not match its recorded sha256" in report and "1 damaged" in report
     jitdtypes_cli(cache, "cache", "verify", "--fix")
     assert not damaged.exists() and kept.exists()
 
@@ -191,6 +197,26 @@ def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
     assert "generated aten::exp complex32; dtype complex32" in jitdtypes_cli(
         cache, "cache", "clean", "--dtype", "complex32").stdout
     assert not kept.exists()
+
+
+def test_list_and_info_agree_on_every_kind(cache):
+    """One scan of every kind: `cache list`'s rows per kind are `cache info`'s counts (kernels, a made-up
+    generated CPU kernel and compiled guard, the seeded discovery result)."""
+    _warm(cache, ops="exp")
+    _package(cache, "ab" * 32)
+    _entry(cache, "guard", "cd" * 32, "libjitdtypes_guard.so", {"torch": "1.0.0", "compiler": "c++"})
+    info = json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)
+    rows = json.loads(jitdtypes_cli(cache, "cache", "list", "--json").stdout)
+    per_kind = {kind: sum(row["kind"] == kind for row in rows) for kind in info["kinds"]}
+    assert per_kind == {kind: counts["entries"] for kind, counts in info["kinds"].items()}
+    assert per_kind["cpu_kernels"] == 1 and per_kind["guard"] >= 1 and per_kind["discovery"] >= 1
+    assert per_kind["kernels"] > 0 and len(rows) == info["entries"] and info["damaged"] == 0
+    (package,) = json.loads(jitdtypes_cli(cache, "cache", "list", "--json", "--kind", "cpu_kernels").stdout)
+    assert package["kind"] == "cpu_kernels" and package["op"] == "exp" and package["path"].endswith("kernel.pt2")
+    table = jitdtypes_cli(cache, "cache", "list").stdout.splitlines()
+    assert table[-1] == f"{info['entries']} entries" and sum(" cpu_kernels " in line for line in table) == 1
+    text = jitdtypes_cli(cache, "cache", "info").stdout
+    assert "cpu        1 generated CPU kernels" in text and f"total      {info['entries']} entries" in text
 
 
 def test_demo_runs(cache):

@@ -13,6 +13,7 @@ import torch
 import jitdtypes
 from jitdtypes.triton_kernels import engine
 from cache_tools import inventory, layers
+from cache_tools.store import Store
 from tests.conftest import seed_cache
 
 
@@ -71,13 +72,13 @@ def test_a_trusted_layer_serves_kernels_and_stays_untouched(layered, caplog):
     with caplog.at_level(logging.WARNING, logger="jitdtypes"):
         _calls()
     assert engine.counters["read_from_layer"] == 2 and engine.counters["generated"] == 0
-    assert inventory.scan(user) == []  # nothing copied into or generated in the user's cache
+    assert inventory.scan(user, ["kernels"]) == []  # nothing copied into or generated in the user's cache
     assert _snapshot(layer) == before  # not even last_used is written
     assert caplog.records == []
 
 
 def _entries(layer):
-    return [r.directory for r in inventory.scan(layer)]
+    return [r.directory for r in inventory.scan(layer, ["kernels"])]
 
 
 def _group_writable(layer):
@@ -129,7 +130,7 @@ def test_an_untrusted_layer_entry_is_refused_once_and_built_privately(layered, c
     warnings = [r.getMessage() for r in caplog.records if "read-only cache layer" in r.getMessage()]
     assert len(warnings) == 1 and reason in warnings[0], warnings
     assert engine.counters["read_from_layer"] == 0 and engine.counters["generated"] == 2
-    assert len(inventory.scan(user)) == 2 and inventory.verify(user) == []
+    assert len(inventory.scan(user, ["kernels"])) == 2 and inventory.verify(user) == []
 
 
 def _discovery_layer(tmp_path, monkeypatch, record_mode):
@@ -140,7 +141,7 @@ def _discovery_layer(tmp_path, monkeypatch, record_mode):
     layer = seed_cache(tmp_path / "layer")
     for path in [layer, *layer.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    record = layer / "discovery" / results.cache_path("cpu").name
+    record = Store("discovery", layer).directory(results.build_key("cpu")) / results.file_name("cpu")
     assert record.is_file()
     record.chmod(record_mode)
     monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path / "user"))
@@ -155,7 +156,7 @@ def test_discovery_result_in_a_trusted_layer_spares_probing(tmp_path, monkeypatc
     results, record, probed, _ = _discovery_layer(tmp_path, monkeypatch, 0o644)
     found = results.load_or_discover("cpu")
     assert probed == [] and found == results.check(record)[0] and len(found.findings) > 100
-    assert not (tmp_path / "user" / "discovery" / record.name).exists()  # read in place, not copied
+    assert not Store("discovery", tmp_path / "user").directory(record.parent.name).exists()  # read in place
 
 
 def test_discovery_result_in_a_writable_layer_is_refused(tmp_path, monkeypatch, caplog):

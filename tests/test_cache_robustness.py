@@ -50,7 +50,7 @@ def test_eight_processes_warming_one_empty_cache(cache):
     summaries = [out.strip().splitlines()[-1] for out, _ in outputs]
     generated = [int(s.split("generated ")[1].split(",")[0]) for s in summaries]
     total = int(summaries[0].split(": ")[1].split()[0])
-    records = inventory.scan(cache)
+    records = inventory.scan(cache, ["kernels"])
     assert len(records) == total and sum(generated) == total  # every entry written exactly once
     assert all(r.problem is None for r in records)  # and intact
     assert not list(cache.rglob("*.tmp"))  # no temp files left behind
@@ -60,7 +60,7 @@ def test_eight_processes_warming_one_empty_cache(cache):
 def test_a_damaged_entry_is_regenerated_with_one_warning(cache, damage, caplog):
     x = _z()
     torch.exp(x)
-    (record,) = [r for r in inventory.scan(cache) if r.meta["op"] == "exp"]
+    (record,) = [r for r in inventory.scan(cache, ["kernels"]) if r.meta["op"] == "exp"]
     source = record.directory / SOURCE
     if damage == "truncated":
         source.write_text(source.read_text()[: len(source.read_text()) // 2])
@@ -82,7 +82,7 @@ def test_a_damaged_entry_is_regenerated_with_one_warning(cache, damage, caplog):
 def test_entries_writable_by_others_are_not_imported(cache, caplog):
     x = _z()
     torch.exp(x)
-    (record,) = [r for r in inventory.scan(cache) if r.meta["op"] == "exp"]
+    (record,) = [r for r in inventory.scan(cache, ["kernels"]) if r.meta["op"] == "exp"]
     os.chmod(record.directory / SOURCE, 0o666)
     engine.forget_kernels()
     with caplog.at_level("WARNING", logger="jitdtypes"):
@@ -109,7 +109,7 @@ def test_a_group_writable_cache_directory_is_not_trusted(cache, caplog):
 def test_entries_owned_by_another_user_are_not_imported(cache, caplog):
     x = _z()
     torch.exp(x)
-    (record,) = [r for r in inventory.scan(cache) if r.meta["op"] == "exp"]
+    (record,) = [r for r in inventory.scan(cache, ["kernels"]) if r.meta["op"] == "exp"]
     os.chown(record.directory / SOURCE, 12345, 12345)
     engine.forget_kernels()
     with caplog.at_level("WARNING", logger="jitdtypes"):
@@ -130,7 +130,7 @@ def test_a_full_cache_directory_keeps_kernels_in_memory(cache, monkeypatch, capl
         x.sum()
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and "No space left" in warnings[0]
-    assert engine.counters["in_memory"] >= 2 and inventory.scan(cache) == []
+    assert engine.counters["in_memory"] >= 2 and inventory.scan(cache, ["kernels"]) == []
 
 
 _UNWRITABLE_PROCESS = """

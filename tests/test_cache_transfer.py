@@ -12,10 +12,10 @@ import pytest
 from jitdtypes import discovery
 from jitdtypes.triton_kernels import engine
 from cache_tools import inventory, transfer, triton_artifacts
-from cache_tools.store import KernelStore
+from cache_tools.store import CPU_KERNELS, DISCOVERY, GUARD, KERNELS, PACKAGE, Store
 from kernels_templates import unary
 
-from .conftest import DISCOVERY_CACHE
+from .conftest import DISCOVERY_CACHE, seed_cache
 
 TRITON_DIR = "A" * 52  # a Triton cache directory name: base32 of a sha256
 CUBIN = b"\x7fELF fake cubin"
@@ -23,16 +23,13 @@ CUBIN = b"\x7fELF fake cubin"
 
 def _make_cache(root, kind="cuda-sm90"):
     """Two exp kernels keyed for `kind`, one with a Triton compilation attached."""
-    store = KernelStore(root)
+    store = Store(KERNELS, root)
     keys = []
     for params in unary.variants("complex32")[:2]:
         entry, _ = engine.ensure_source(store, "unary", params, "cuda", kind)
         keys.append(entry.key)
-    with store.lock(keys[0]):
-        entry = store.read(keys[0])
-        entry.meta = triton_artifacts.attach(entry.directory, entry.meta, [
-            (TRITON_DIR, {"exp_kernel.cubin": CUBIN, "exp_kernel.json": b'{"name": "exp_kernel"}'})])
-        store.write_meta(entry)
+    store.update(keys[0], lambda entry: triton_artifacts.attach(entry.directory, entry.meta, [
+        (TRITON_DIR, {"exp_kernel.cubin": CUBIN, "exp_kernel.json": b'{"name": "exp_kernel"}'})]))
     return keys
 
 
@@ -74,9 +71,9 @@ def test_export_filters_by_dtype_and_device(tmp_path):
 def test_triton_files_reach_triton_cache_verified(archive, tmp_path):
     path, keys = archive
     transfer.import_archive(path, tmp_path / "target")
-    entry = KernelStore(tmp_path / "target").read(keys[0])
+    entry = Store(KERNELS, tmp_path / "target").read(keys[0])
     triton_cache = tmp_path / "triton"
-    assert triton_artifacts.install(entry.directory, entry.meta, KernelStore().owners, triton_cache) == 1
+    assert triton_artifacts.install(entry.directory, entry.meta, Store(KERNELS).owners, triton_cache) == 1
     group = json.loads((triton_cache / TRITON_DIR / "__grp__exp_kernel.json").read_text())
     assert group == {"child_paths": {n: str(triton_cache / TRITON_DIR / n) for n in ("exp_kernel.cubin",
                                                                                       "exp_kernel.json")}}
@@ -123,8 +120,8 @@ def _with(members, name_or_suffix, data, manifest_too=False):
         out.append((changed, data))
     if manifest_too:
         manifest = json.loads(out[0][1])
-        key, inner = changed.split("/", 2)[1:]
-        manifest["entries"][key][inner] = hashlib.sha256(data).hexdigest()
+        kind, key, inner = changed.split("/", 2)
+        manifest["entries"][kind][key][inner] = hashlib.sha256(data).hexdigest()
         out[0] = (out[0][0], json.dumps(manifest).encode())
     return out
 
@@ -201,43 +198,55 @@ def test_concurrent_imports_of_one_archive_all_succeed(archive, tmp_path):
 
 
 def _this_builds_discovery():
-    return sorted(p for p in (DISCOVERY_CACHE / "discovery").glob("*.json") if discovery.check(p)[0] is not None)
+    """The result files of the session cache's discovery entries that this build uses (the entry's key is its
+    directory's name)."""
+    return sorted(p for p in (DISCOVERY_CACHE / "discovery").glob("*/*/*.json")
+                  if p.name != "meta.json" and discovery.check(p)[0] is not None)
 
 
 def test_discovery_results_travel_and_only_usable_ones_are_installed(tmp_path):
     records = _this_builds_discovery()
     assert records, "the test session's discovery result"
-    source = tmp_path / "source"
+    source = seed_cache(tmp_path / "source")
     _make_cache(source)
     path = tmp_path / "warm.tar.gz"
-    assert transfer.export(path, source, discovery_records=records)["discovery"] == len(records)
+    keys = {record.parent.name for record in records}
+    assert transfer.export(path, source, discovery_keys=keys)["discovery"] == len(records)
     refusal = lambda record: discovery.check(record)[1]  # noqa: E731 - what the CLI passes
     report = transfer.import_archive(path, tmp_path / "target", discovery_refusal=refusal)
     assert report["discovery_installed"] == len(records) and report["discovery_skipped"] == {}
+    target = Store(DISCOVERY, tmp_path / "target")
     for record in records:
-        assert (tmp_path / "target" / "discovery" / record.name).read_bytes() == record.read_bytes()
+        assert (target.directory(record.parent.name) / record.name).read_bytes() == record.read_bytes()
     again = transfer.import_archive(path, tmp_path / "target", discovery_refusal=refusal)
     assert again["discovery_skipped"] == {record.name: "already present" for record in records}
 
-    # A result whose content no longer matches its own sha256 (manifest made to agree) is not installed.
+    # A result whose content no longer matches its own sha256 (entry metadata and manifest made to agree) is not
+    # installed.
     members = _members(path)
-    name = f"discovery/{records[0].name}"
+    key = records[0].parent.name
+    name, meta_name = f"discovery/{key}/{records[0].name}", f"discovery/{key}/meta.json"
     record = json.loads(records[0].read_text())
     record["findings"] = []
     tampered = json.dumps(record).encode()
+    meta = json.loads(next(data for info, data in members if info.name == meta_name))
+    meta["files"][records[0].name] = hashlib.sha256(tampered).hexdigest()
+    meta_bytes = json.dumps(meta).encode()
     manifest = json.loads(members[0][1])
-    manifest["discovery"][records[0].name] = hashlib.sha256(tampered).hexdigest()
+    manifest["entries"]["discovery"][key] = {records[0].name: hashlib.sha256(tampered).hexdigest(),
+                                             "meta.json": hashlib.sha256(meta_bytes).hexdigest()}
     members = [(members[0][0], json.dumps(manifest).encode())] + [
-        (info, tampered if info.name == name else data) for info, data in members[1:]]
+        (info, {name: tampered, meta_name: meta_bytes}.get(info.name, data)) for info, data in members[1:]]
     _write(tmp_path / "tampered.tar.gz", members)
     report = transfer.import_archive(tmp_path / "tampered.tar.gz", tmp_path / "other", discovery_refusal=refusal)
     assert report["installed"] == 2 and report["discovery_installed"] == len(records) - 1
     assert report["discovery_skipped"] == {records[0].name: "content does not match its sha256"}
-    assert not (tmp_path / "other" / "discovery" / records[0].name).exists()
+    assert not Store(DISCOVERY, tmp_path / "other").directory(key).exists()
 
 
 @pytest.mark.parametrize("name, wording", [("discovery/evil.py", "not a path"),
-                                           ("discovery/cpu-torch2-0123456789abcdef.json", "differ from the manifest")])
+                                           (f"discovery/{'0' * 64}/cpu-torch2-{'0' * 64}.json",
+                                            "differ from the manifest")])
 def test_discovery_members_outside_the_manifest_are_refused(archive, tmp_path, name, wording):
     path, _ = archive
     _write(tmp_path / "extra.tar.gz", _members(path) + [(name, b"{}")])
@@ -253,9 +262,9 @@ def test_clean_removes_what_interrupted_imports_left(archive, tmp_path):
     path, keys = archive
     target = tmp_path / "target"
     transfer.import_archive(path, target)
-    staging = target / "kernels" / ".import-killed"
+    staging = target / ".import-killed"
     retired = target / "kernels" / keys[0][:2] / f".retired-{keys[0]}-1-2"
-    fresh = target / "kernels" / ".import-running"
+    fresh = target / ".import-running"
     for directory in (staging, retired, fresh):
         (directory / "sub").mkdir(parents=True)
         (directory / "sub" / "kernel.py").write_text("x = 1\n")
@@ -271,23 +280,16 @@ def test_clean_removes_what_interrupted_imports_left(archive, tmp_path):
 
 def _package_cache(root):
     """One generated CPU kernel entry (the store checks bytes and metadata only, so any bytes are a package)."""
-    import tempfile
-    from pathlib import Path
+    def build(workspace):
+        (workspace / PACKAGE).write_bytes(b"PK\x03\x04 an AOTInductor package")
+        return {"overload": "aten::exp", "dtype": "complex32", "torch": "x"}
 
-    from cache_tools.package_store import PackageStore
-
-    store, key = PackageStore(root), "ab" * 20
-    with tempfile.TemporaryDirectory() as scratch:
-        package = Path(scratch) / "kernel.pt2"
-        package.write_bytes(b"PK\x03\x04 an AOTInductor package")
-        with store.lock(key):
-            store.write(key, package, {"overload": "aten::exp", "dtype": "complex32", "torch": "x"})
+    store, key = Store(CPU_KERNELS, root), "ab" * 32
+    store.ensure(key, build)
     return store, key
 
 
 def test_generated_cpu_kernels_travel_verified(tmp_path):
-    from cache_tools.package_store import PackageStore
-
     source = tmp_path / "source"
     _make_cache(source)
     _, key = _package_cache(source)
@@ -298,7 +300,7 @@ def test_generated_cpu_kernels_travel_verified(tmp_path):
     assert transfer.export(tmp_path / "bc.tar.gz", source, dtype="bcomplex32")["cpu_kernels"] == 0
     result = transfer.import_archive(path, tmp_path / "target")
     assert (result["entries"], result["installed"]) == (3, 3)
-    entry = PackageStore(tmp_path / "target").read(key)
+    entry = Store(CPU_KERNELS, tmp_path / "target").read(key)
     assert entry.meta["overload"] == "aten::exp" and _files(tmp_path / "target" / "cpu_kernels") == _files(
         source / "cpu_kernels")
     assert transfer.import_archive(path, tmp_path / "target")["kept"] == 3
@@ -311,7 +313,7 @@ def test_generated_cpu_kernels_travel_verified(tmp_path):
     name = f"cpu_kernels/{key}/kernel.pt2"
     members[name] = b"PK\x03\x04 something else"
     manifest = json.loads(members["manifest.json"])
-    manifest["cpu_kernels"][key]["kernel.pt2"] = hashlib.sha256(members[name]).hexdigest()
+    manifest["entries"]["cpu_kernels"][key]["kernel.pt2"] = hashlib.sha256(members[name]).hexdigest()
     members["manifest.json"] = json.dumps(manifest).encode()
     forged = tmp_path / "forged.tar.gz"
     with tarfile.open(forged, "w:gz") as tar:
@@ -319,6 +321,37 @@ def test_generated_cpu_kernels_travel_verified(tmp_path):
             info = tarfile.TarInfo(member_name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    with pytest.raises(transfer.ArchiveRefused, match="does not name this key and package"):
+    with pytest.raises(transfer.ArchiveRefused, match="kernel.pt2 does not match its recorded sha256"):
         transfer.import_archive(forged, tmp_path / "fresh")
     assert not (tmp_path / "fresh" / "cpu_kernels").exists() or not any((tmp_path / "fresh" / "cpu_kernels").rglob("*.pt2"))
+
+
+def test_every_exported_kind_round_trips_and_the_guard_stays(tmp_path):
+    """Kernels (with their Triton files), generated CPU kernels and discovery results travel byte for byte and
+    verified; the compiled guard, built for one machine's torch and compiler, is not exported."""
+    source, target = tmp_path / "source", tmp_path / "target"
+    _make_cache(source)
+    _package_cache(source)
+    discovery_key = "cd" * 32
+
+    def result(workspace):
+        (workspace / f"cpu-torch2.14.1-{discovery_key}.json").write_text('{"findings": []}')
+        return {"device_type": "cpu"}
+
+    def library(workspace):
+        (workspace / "libjitdtypes_guard.so").write_bytes(b"\x7fELF")
+        return {}
+
+    Store(DISCOVERY, source).ensure(discovery_key, result)
+    Store(GUARD, source).ensure("ef" * 32, library)
+    path = tmp_path / "all.tar.gz"
+    report = transfer.export(path, source, discovery_keys={discovery_key})
+    assert (report["entries"], report["cpu_kernels"], report["discovery"]) == (3, 1, 1)
+    with tarfile.open(path) as tar:
+        assert {name.split("/")[0] for name in tar.getnames()} == {"manifest.json", KERNELS, CPU_KERNELS, DISCOVERY}
+    imported = transfer.import_archive(path, target, discovery_refusal=lambda record: None)
+    assert imported == {"entries": 3, "installed": 3, "kept": 0, "discovery_installed": 1, "discovery_skipped": {}}
+    for kind in (KERNELS, CPU_KERNELS, DISCOVERY):
+        assert _files(target / kind) == _files(source / kind), kind
+    assert not (target / GUARD).exists()
+    assert inventory.verify(target) == [] and len(inventory.scan(target)) == 4

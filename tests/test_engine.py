@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import jitdtypes
-from cache_tools.store import SOURCE, KernelStore, sha256
+from cache_tools.store import KERNELS, SOURCE, Store, sha256
 from jitdtypes.triton_kernels import engine
 from tests.conftest import seed_cache
 
@@ -46,7 +46,7 @@ def test_first_call_generates_and_records_metadata(fresh_cache):
     source = (meta_path.parent / SOURCE).read_text()
     assert meta["family"] == "unary" and meta["op"] == "exp" and meta["dtype"] == "complex32"
     assert meta["layout"] == "interleaved" and meta["device"] == "cpu-interpreter"
-    assert meta["sha256"] == sha256(source) and meta["bytes"] == len(source.encode())
+    assert meta["files"] == {SOURCE: sha256(source)} and meta["bytes"] == len(source.encode())
     assert meta["created"] <= meta["last_used"] and meta["torch"] == torch.__version__
     assert meta_path.parent.name == meta["key"] == engine.kernel_key("unary", meta["params"], "cpu")
     assert oct(os.stat(fresh_cache / "kernels").st_mode & 0o777) == "0o700"
@@ -89,7 +89,7 @@ def test_a_corrupted_entry_is_regenerated_not_imported(fresh_cache, caplog):
     torch.testing.assert_close(y.to(torch.complex64), torch.sin(x.to(torch.complex64)), rtol=2e-3, atol=2e-3)
     assert engine.counters["regenerated_corrupt"] == 1 and engine.counters["generated"] == 2
     assert [r for r in caplog.records if "does not match its recorded sha256" in r.getMessage()]
-    assert sha256(source_path.read_text()) == json.loads(meta_path.read_text())["sha256"]
+    assert sha256(source_path.read_text()) == json.loads(meta_path.read_text())["files"][SOURCE]
 
 
 def test_threads_calling_a_new_op_at_once_generate_it_once(fresh_cache):
@@ -142,9 +142,13 @@ def test_template_kernels_are_custom_ops_with_fake_implementations(fresh_cache):
 
 
 def test_store_rejects_entries_that_do_not_name_their_key(tmp_path):
-    store = KernelStore(tmp_path)
-    entry = store.write("ab" * 32, "print('hi')\n", {"op": "x"})
-    assert store.read("ab" * 32).source == "print('hi')\n"
+    def build(workspace):
+        (workspace / SOURCE).write_text("print('hi')\n")
+        return {"op": "x"}
+
+    store = Store(KERNELS, tmp_path)
+    entry, _ = store.ensure("ab" * 32, build)
+    assert store.read("ab" * 32).read_bytes(SOURCE) == b"print('hi')\n"
     meta = json.loads((entry.directory / "meta.json").read_text())
     meta["key"] = "cd" * 32
     (entry.directory / "meta.json").write_text(json.dumps(meta))

@@ -14,7 +14,7 @@ import torch
 
 import jitdtypes
 from jitdtypes import dtypes, native_guard
-from cache_tools.guard_store import LIBRARY, GuardStore
+from cache_tools.store import GUARD, LIBRARY, WORK, Store
 from jitdtypes.native_guard import build
 from tests.conftest import CLI, seed_cache
 
@@ -133,7 +133,7 @@ def test_a_failing_build_falls_back_with_the_compiler_message_and_is_remembered(
     assert first.stdout.split() == ["python", "True", "False"]
     assert first.stderr.count(IN_THE_BACKGROUND) == 1 and FALLING_BACK not in first.stderr
     assert _built_in_the_background(cache) == "failed" and compiler_runs() == 1
-    assert not list((cache / "guard").glob("*/*.so"))  # nothing half-built is left as an entry
+    assert not list((cache / "guard").glob("*/*/*.so"))  # nothing half-built is left as an entry
 
     again = _run(cache, CXX=failing)  # remembered: no compiler run, no build announced, the reason quoted
     assert again.stdout.split() == ["python", "True", "False"] and compiler_runs() == 1
@@ -169,7 +169,7 @@ def _wait_until(condition, timeout_s: float = 300) -> None:
 
 def _built_in_the_background(cache: Path, timeout_s: float = 900) -> str:
     """Wait for the detached build of this torch build's guard in `cache`: "built" or "failed"."""
-    store = GuardStore(cache)
+    store = Store(GUARD, cache)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if (store.directory(build.key()) / LIBRARY).is_file():
@@ -211,8 +211,8 @@ def test_eight_processes_importing_on_an_empty_cache_build_the_guard_once(tmp_pa
     assert [out.split() for out, _ in outputs] == [["compiled", "True", "True"]] * 8
     stderr = "".join(err for _, err in outputs)
     assert stderr.count(BUILDING) == 1 and stderr.count("probing which ATen kernels") == 1
-    entries = [p for p in (cache / "guard").iterdir() if p.is_dir()]
-    assert len(entries) == 1 and not [p for p in entries if p.name.startswith(".build-")]
+    entries = Store(GUARD, cache).entries()
+    assert len(entries) == 1 and not list((cache / "guard").glob(f"{WORK}*"))
 
 
 def _marker_library(tmp_path: Path, marker: Path) -> bytes:
@@ -227,8 +227,8 @@ def _marker_library(tmp_path: Path, marker: Path) -> bytes:
 
 def _seeded_guard(tmp_path: Path) -> tuple[Path, Path]:
     cache = seed_cache(tmp_path / "cache")
-    (entry,) = [p for p in (cache / "guard").iterdir() if p.is_dir()]
-    return cache, entry / "libjitdtypes_guard.so"
+    (entry,) = Store(GUARD, cache).entries()
+    return cache, entry / LIBRARY
 
 
 @compiled_only

@@ -71,13 +71,13 @@ def test_the_discovery_key_follows_every_module_discovery_runs(copied_tree):
                    "jitdtypes.upcast.path", "jitdtypes.discovery.runner"):
         assert module in closure
     assert "jitdtypes.cli.parser" not in closure and "jitdtypes.compile_path.planar" not in closure
-    before = results.build_key()
+    before = results.build_key("cpu")
     _append(copied_tree["jitdtypes"] / "cli" / "parser.py", "# an edit")
     source_digest.of.cache_clear()
-    assert results.build_key() == before
+    assert results.build_key("cpu") == before
     _append(copied_tree["jitdtypes"] / "routing" / "router.py", "# an edit")
     source_digest.of.cache_clear()
-    assert results.build_key() != before
+    assert results.build_key("cpu") != before
 
 
 def test_imports_are_read_in_every_spelling(tmp_path):

@@ -44,7 +44,7 @@ def test_warm_compiles_every_variant_for_the_arch_and_records_its_triton_entries
     cache, triton_cache, _, summary = warmed
     assert "warm complex32 on cuda sm_90: 4 kernels: generated 4, already cached 0, compiled " in summary
     assert "failed 0" in summary
-    records = inventory.scan(cache)
+    records = inventory.scan(cache, ["kernels"])
     assert len(records) == 4 and all(r.problem is None for r in records)
     assert {r.meta["device"] for r in records} == {aot.device_kind(aot.ARCHES["sm_90"])} == {"cuda-sm90"}
     for record in records:
@@ -85,7 +85,7 @@ def test_a_program_against_a_shared_layer_compiles_nothing(warmed, tmp_path):
                              **{layers.ENV_VAR: str(layer)}))
     assert result["compiled"] == 0 and result["cache_hits"] >= 4
     assert result["engine"]["read_from_layer"] == 4 and result["engine"].get("generated", 0) == 0
-    assert inventory.scan(cache) == []
+    assert inventory.scan(cache, ["kernels"]) == []
 
 
 def test_the_same_program_against_an_empty_cache_compiles(tmp_path):

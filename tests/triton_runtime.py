@@ -88,13 +88,14 @@ def keys(other_cache: str) -> dict:
     from triton import knobs
 
     from jitdtypes.triton_kernels import engine
-    from cache_tools.store import KernelStore
+    from cache_tools.store import KERNELS, SOURCE, Store
     from kernels_templates import common
 
     aot_dirs, runtime_dirs = [], []
     for family, params, module_family in representative_calls():
-        entry, _ = engine.ensure_source(KernelStore(), family, params, "cuda", aot.device_kind(ARCH))
-        source_module = common.exec_source(entry.source, "aot_side", filename=str(entry.source_path))
+        entry, _ = engine.ensure_source(Store(KERNELS), family, params, "cuda", aot.device_kind(ARCH))
+        source_module = common.exec_source(entry.read_bytes(SOURCE).decode(), "aot_side",
+                                           filename=str(entry.directory / SOURCE))
         for case in cases(family, module_family, params, source_module.run):
             with aot.recording(ARCH) as launches:
                 source_module.run(*case.args)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from .main import UsageError
 from .commands import arches_named, print_table
+from .parser import DEVICES
 
 
 def _when(timestamp) -> str:
@@ -21,49 +22,59 @@ def _when(timestamp) -> str:
 
 def info(args) -> int:
     from cache_tools import inventory
+    from cache_tools.store import CPU_KERNELS, KERNELS
 
     report = inventory.info()
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
+    kinds, failures = report["kinds"], report["failures"]
     print(f"directory  {report['dir']}")
-    print(f"kernels    {report['entries']} entries, {report['kernel_bytes']:,} bytes"
-          + (f", {report['damaged']} damaged (jitdtypes cache verify)" if report["damaged"] else ""))
+    kernels = kinds[KERNELS]
+    print(f"kernels    {kernels['entries']} entries, {kernels['bytes']:,} bytes"
+          + (f", {kernels['damaged']} damaged (jitdtypes cache verify)" if kernels["damaged"] else ""))
     for version in report["versions"]:
-        print(f"           torch {version['torch']} / triton {version['triton']} / jitdtypes "
-              f"{version['jitdtypes']}: {version['entries']} entries")
-    for found in report["discovery"]:
-        print(f"discovery  {found.get('device_type')} torch {found.get('torch')}: {found.get('overrides')} overrides "
-              f"({found['bytes']:,} bytes)")
-    active = _active_guard()
-    for guard in report["guard"]:
-        status = guard["problem"] or ("loaded by this torch build" if guard["key"] == active else "another build")
-        print(f"guard      {guard['key']} torch {guard['torch']}, {guard['compiler']}: {guard['bytes']:,} bytes "
-              f"({status})")
-    for failure in report["guard_failures"]:
-        status = ("this torch build uses the Python guard; `jitdtypes warm` or `jitdtypes cache clean --stale` "
-                  "retries" if failure["key"] == active else "another build")
-        print(f"guard      {failure['key']} torch {failure['torch']}, {failure['compiler']}: build failed "
-              f"{_when(failure['created'])}: {failure['error'] or failure['problem']} ({status})")
-    if active is None:
-        print("guard      the Python guard is used: JITDTYPES_GUARD=python")
-    elif not report["guard"] and not report["guard_failures"]:
-        print("guard      no compiled guard built yet (the Python guard is used until one is)")
-    generated = report["cpu_kernels"]
-    if generated:
-        damaged = sum(g["problem"] is not None for g in generated)
-        per_torch: dict = {}
-        for g in generated:
-            per_torch[g["torch"]] = per_torch.get(g["torch"], 0) + 1
-        print(f"cpu        {len(generated)} generated CPU kernels, {sum(g['bytes'] for g in generated):,} bytes ("
-              + ", ".join(f"torch {t}: {n}" for t, n in sorted(per_torch.items(), key=str))
-              + (f"; {damaged} damaged, rebuilt when next needed" if damaged else "") + ")")
-    failed = report["cpu_kernel_failures"]
+        if version["kind"] == KERNELS:
+            print(f"           torch {version['torch']} / triton {version['triton']} / jitdtypes "
+                  f"{version['jitdtypes']}: {version['entries']} entries")
+    generated = kinds[CPU_KERNELS]
+    if generated["entries"]:
+        per_torch = [f"torch {v['torch']}: {v['entries']}" for v in report["versions"] if v["kind"] == CPU_KERNELS]
+        print(f"cpu        {generated['entries']} generated CPU kernels, {generated['bytes']:,} bytes ("
+              + ", ".join(per_torch)
+              + (f"; {generated['damaged']} damaged, rebuilt when next needed" if generated["damaged"] else "") + ")")
+    failed = [f for f in failures if f["kind"] == CPU_KERNELS]
     if failed:
         print(f"cpu        {len(failed)} failed builds of generated CPU kernels, not built again until `jitdtypes warm "
               f"--device cpu` or `jitdtypes cache clean --stale` (the upcast path serves them): "
               + ", ".join(sorted(f"{(f['overload'] or '?').removeprefix('aten::')} {f['dtype']}" for f in failed)))
-    print(f"total      {report['bytes']:,} bytes")
+    from jitdtypes import discovery
+
+    current = {discovery.build_key(device) for device in DEVICES}
+    for found in report["discovery"]:
+        status = found["problem"] or ("used by this build" if found["key"] in current else "another build's")
+        print(f"discovery  {found['key'][:16]} {found['device_type']} torch {found['torch']}: {found['overrides']} "
+              f"overrides, {found['bytes']:,} bytes ({status})")
+    active = _active_guard()
+    for guard in report["guard"]:
+        status = guard["problem"] or ("loaded by this torch build" if guard["key"] == active else "another build")
+        print(f"guard      {guard['key'][:16]} torch {guard['torch']}, {guard['compiler']}: {guard['bytes']:,} bytes "
+              f"({status})")
+    guard_failures = [f for f in failures if f["kind"] == "guard"]
+    for failure in guard_failures:
+        status = ("this torch build uses the Python guard; `jitdtypes warm` or `jitdtypes cache clean --stale` "
+                  "retries" if failure["key"] == active else "another build")
+        print(f"guard      {failure['key'][:16]} torch {failure['torch']}, {failure['compiler']}: build failed "
+              f"{_when(failure['created'])}: {failure['error'] or failure['problem']} ({status})")
+    if active is None:
+        print("guard      the Python guard is used: JITDTYPES_GUARD=python")
+    elif not report["guard"] and not guard_failures:
+        print("guard      no compiled guard built yet (the Python guard is used until one is)")
+    old = report["old_layout"]
+    if old:
+        print(f"old layout {len(old)} files and directories of an older cache layout, {sum(o['bytes'] for o in old):,} "
+              "bytes: never read (`jitdtypes cache clean --stale` removes them)")
+    print(f"total      {report['entries']} entries, {report['bytes']:,} bytes")
     return 0
 
 
@@ -77,8 +88,9 @@ def _active_guard() -> str | None:
 
 def listing(args) -> int:
     from cache_tools import inventory
+    from cache_tools.store import KINDS
 
-    rows = [r.row() for r in inventory.scan()]
+    rows = [r.row() for r in inventory.scan(kinds=[args.kind] if args.kind else KINDS)]
     if args.dtype:
         rows = [r for r in rows if r["dtype"] == args.dtype]
     if args.op:
@@ -86,15 +98,16 @@ def listing(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    table = [{**r, "key": r["key"][:16], "last_used": _when(r["last_used"]), "status": r["problem"] or "ok"}
-             for r in rows]
-    print_table(table, ["key", "family", "op", "dtype", "layout", "device", "bytes", "last_used", "status"])
+    table = [{**{k: "-" if v is None else v for k, v in r.items()}, "key": r["key"][:16],
+              "last_used": _when(r["last_used"]), "status": r["problem"] or "ok"} for r in rows]
+    print_table(table, ["key", "family", "op", "dtype", "layout", "device", "kind", "bytes", "last_used", "status"])
     print(f"{len(rows)} entries")
     return 0
 
 
 def show(args) -> int:
     from cache_tools import inventory
+    from cache_tools.store import KERNELS, SOURCE
 
     prefix = args.key.lower()
     if not prefix or set(prefix) - set(string.hexdigits.lower()):
@@ -106,12 +119,14 @@ def show(args) -> int:
         shown = ", ".join(r.key[:16] for r in matches[:3]) + (", ..." if len(matches) > 3 else "")
         raise UsageError(f"{len(matches)} entries' keys start with {prefix!r} ({shown}): give more digits")
     record = matches[0]
-    print(json.dumps({**record.meta, "path": str(record.directory), "problem": record.problem}, indent=1))
-    print()
-    try:
-        print(record.row()["path"] and (record.directory / "kernel.py").read_text())
-    except OSError as exc:
-        print(f"(source unreadable: {exc})")
+    print(json.dumps({**record.meta, "kind": record.kind, "path": str(record.directory), "problem": record.problem},
+                     indent=1))
+    if record.kind == KERNELS:
+        print()
+        try:
+            print((record.directory / SOURCE).read_text())
+        except (OSError, UnicodeDecodeError) as exc:
+            print(f"(source unreadable: {exc})")
     return 0 if record.problem is None else 1
 
 
@@ -120,13 +135,14 @@ def clean(args) -> int:
         raise UsageError("say what to remove: --all, --older-than AGE, --dtype D or --stale")
     from jitdtypes import cpu_kernels, discovery
     from cache_tools import inventory
+    from cache_tools.store import CPU_KERNELS, DISCOVERY, GUARD, KINDS
     from jitdtypes.native_guard import build
 
-    current = {str(discovery.cache_path(device)) for device in ("cpu", "cuda")}
+    current = {DISCOVERY: {discovery.build_key(device) for device in DEVICES}, GUARD: {build.key()},
+               CPU_KERNELS: cpu_kernels.current_keys()}
     removed = inventory.clean(everything=args.all, older_than_s=args.older_than, dtype=args.dtype,
-                              stale_for=_current_versions() if args.stale else None, current_discovery=current,
-                              current_guard=build.key(), current_cpu_kernels=cpu_kernels.current_keys(),
-                              dry_run=args.dry_run)
+                              stale_for=_current_versions() if args.stale else None, current=current,
+                              kinds=[args.kind] if args.kind else KINDS, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for item in removed:
         label = f"{item['op']} {item['dtype'] or ''}".strip()
@@ -148,13 +164,12 @@ def _current_versions() -> dict:
 def verify(args) -> int:
     from cache_tools import inventory
 
-    damaged = inventory.verify(fix=args.fix)
-    total = (len(inventory.scan()) + len(inventory.guard_entries()) + len(inventory.cpu_kernel_entries())
-             + (len(damaged) if args.fix else 0))
+    records = inventory.scan()
+    damaged = inventory.verify(fix=args.fix, records=records)
     for item in damaged:
         print(f"{'removed' if args.fix else 'damaged'} {item['path']}: {item['problem']}")
-    print(f"{total} entries checked, {len(damaged)} damaged" + (", removed (they regenerate on next use)"
-                                                                   if args.fix and damaged else ""))
+    print(f"{len(records)} entries checked, {len(damaged)} damaged" + (", removed (they regenerate on next use)"
+                                                                      if args.fix and damaged else ""))
     return 1 if damaged and not args.fix else 0
 
 
@@ -167,13 +182,15 @@ def export(args) -> int:
     if not archive.parent.is_dir():
         raise UsageError(f"{archive.parent}: not a directory")
     from ..triton_kernels import aot
+    from jitdtypes import discovery
     from cache_tools import transfer
 
     arches = arches_named(args.arch)
     devices = {aot.device_kind(arch) for arch in arches} if arches else None
     started = time.perf_counter()
     try:
-        report = transfer.export(archive, dtype=args.dtype, devices=devices, discovery_records=_usable_discovery())
+        report = transfer.export(archive, dtype=args.dtype, devices=devices,
+                                 discovery_keys={discovery.build_key(device) for device in DEVICES})
     except OSError as exc:
         if exc.filename != str(archive):
             raise
@@ -188,15 +205,6 @@ def export(args) -> int:
               file=sys.stderr)
         return 1
     return 0
-
-
-def _usable_discovery() -> list[Path]:
-    """The cached discovery results this torch build and jitdtypes would load: what a node like this one needs."""
-    from jitdtypes import discovery
-    from cache_tools import inventory
-
-    return [Path(found["path"]) for found in inventory.discovery_files()
-            if discovery.check(Path(found["path"]))[0] is not None]
 
 
 def import_archive(args) -> int:

@@ -7,6 +7,8 @@ import argparse
 import os
 from pathlib import Path
 
+from cache_tools.store import KINDS
+
 from .._version import __version__
 from .. import dtype_table
 
@@ -43,8 +45,9 @@ examples:
 
 CACHE_EXAMPLES = """\
 examples:
-  jitdtypes cache info                        directory, entries, bytes, discovery results, guards
+  jitdtypes cache info                        directory, entries and bytes of every kind, guards
   jitdtypes cache list --op matmul            one row per matmul kernel
+  jitdtypes cache list --kind cpu_kernels     one row per generated CPU kernel
   jitdtypes cache clean --older-than 30d      remove what has not been used for 30 days
   jitdtypes cache export warm.tar.gz --arch sm_90
   jitdtypes cache import warm.tar.gz          on another machine: install what the first one compiled
@@ -153,35 +156,40 @@ def build() -> Parser:
 
     cache = _command(
         commands, "cache", epilog=CACHE_EXAMPLES,
-        help="inspect, check, clean, export and import the kernel and guard cache",
-        description="The cache holds discovery results, the compiled dispatch guard and generated kernels "
-                    "(JITDTYPES_CACHE_DIR, else the platform's per-user cache directory).")
+        help="inspect, check, clean, export and import the cache",
+        description="The cache holds entries of four kinds: kernels (rendered Triton kernels), cpu_kernels "
+                    "(generated CPU kernels), guard (the compiled dispatch guard) and discovery (discovery "
+                    "results), in JITDTYPES_CACHE_DIR, else the platform's per-user cache directory.")
     cache_commands = cache.add_subparsers(dest="cache_command", metavar="CACHE_COMMAND", required=True)
 
-    info = _command(cache_commands, "info", help="directory, entries, bytes, versions, discovery results, guards")
+    info = _command(cache_commands, "info",
+                    help="directory, entries and bytes of every kind, versions, discovery results, guards")
     info.add_argument("--json", action="store_true",
-                      help="one JSON object (dir, entries, bytes, discovery, guard, guard_failures, ...)")
+                      help="one JSON object (dir, entries, bytes, kinds, versions, discovery, guard, failures, ...)")
 
-    listing = _command(cache_commands, "list", help="one row per kernel entry")
+    listing = _command(cache_commands, "list", help="one row per entry, of every kind")
+    listing.add_argument("--kind", choices=KINDS, help="only entries of this kind")
     listing.add_argument("--dtype", choices=complex_names, help="only entries of this dtype")
     listing.add_argument("--op", help="only entries of this op (exp, matmul, ...)")
     listing.add_argument("--json", action="store_true",
-                         help="a JSON list of objects (key, op, dtype, path, bytes, last_used, ...)")
+                         help="a JSON list of objects (kind, key, op, dtype, path, bytes, last_used, ...)")
 
-    show = _command(cache_commands, "show", help="metadata and source of one kernel entry")
+    show = _command(cache_commands, "show", help="metadata of one entry (and a kernel's source)")
     show.add_argument("key", help="the entry's key, or enough of its first hex digits to name one entry")
 
     clean = _command(
         cache_commands, "clean", help="remove entries",
         description="Remove the entries any of the given criteria select. Every run also removes what "
-                    "interrupted imports left (staging and retired directories over an hour old).")
+                    "interrupted imports and builds left (staging, workspace and retired directories over an hour "
+                    "old).")
     clean.add_argument("--all", action="store_true", help="everything, discovery results and guards included")
     clean.add_argument("--older-than", type=age, metavar="AGE",
                        help="not used for AGE: a number and a unit, d, h, m or s (30d, 12h, 45m, 90s)")
-    clean.add_argument("--dtype", choices=complex_names, help="kernel entries of this dtype")
+    clean.add_argument("--dtype", choices=complex_names, help="entries of this dtype (kernels, generated CPU kernels)")
     clean.add_argument("--stale", action="store_true",
-                       help="made by other torch/triton/jitdtypes versions (kernels, discovery results, compiled "
-                            "guards), and remembered failed guard builds")
+                       help="made by or for other torch/triton/jitdtypes versions (entries of every kind), "
+                            "remembered failed builds, and what an older cache layout left")
+    clean.add_argument("--kind", choices=KINDS, help="only entries of this kind")
     clean.add_argument("--dry-run", action="store_true", help="print what would be removed, remove nothing")
 
     verify = _command(cache_commands, "verify",
@@ -189,8 +197,9 @@ def build() -> Parser:
     verify.add_argument("--fix", action="store_true", help="remove damaged entries (they regenerate on next use)")
 
     export = _command(cache_commands, "export",
-                      help="write the intact kernel entries, their compiled Triton code and this build's discovery "
-                           "results to a .tar.gz")
+                      help="write the intact kernel entries with their compiled Triton code, the generated CPU "
+                           "kernels and this build's discovery results to a .tar.gz (not the compiled guard: "
+                           "each machine builds its own)")
     export.add_argument("file", type=Path, metavar="FILE.tar.gz",
                         help="the archive to write (replaced if it exists; its directory must exist)")
     export.add_argument("--dtype", choices=complex_names, help="only kernel entries of this dtype")

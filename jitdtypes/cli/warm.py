@@ -13,7 +13,7 @@ import re
 import time
 
 from cache_tools import triton_artifacts
-from cache_tools.store import KernelStore
+from cache_tools.store import KERNELS, SOURCE, Store
 from kernels_templates import common
 
 from ..triton_kernels import aot, engine, selftest
@@ -117,7 +117,7 @@ def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None,
         return summary
     kernels = kernels_to_warm(dtype_names, ops)
     summary = Summary(total=len(kernels))
-    store = KernelStore()
+    store = Store(KERNELS)
     if progress:
         progress.phase(device_type, summary.total)
     for done, (family, params) in enumerate(kernels):
@@ -205,7 +205,7 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
     kernels = [(f, {**p, "interpret": False}) for f, p in kernels_to_warm(dtype_names, ops)]
     modules = aot.families()
     summary = Summary(total=len(kernels) * len(arches))
-    store = KernelStore()
+    store = Store(KERNELS)
     for arch in arches:
         planned = []  # (entry, label, launches)
         if progress:
@@ -218,7 +218,8 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
                 try:
                     entry, generated = engine.ensure_source(store, family, params, "cuda", aot.device_kind(arch))
                     name = re.sub(r"\W", "_", f"{family}_{params['op']}_{entry.key[:16]}")
-                    module = common.exec_source(entry.source, f"jitdtypes_warm.{name}", filename=str(entry.source_path))
+                    module = common.exec_source(entry.read_bytes(SOURCE).decode(), f"jitdtypes_warm.{name}",
+                                                filename=str(entry.directory / SOURCE))
                     first = len(recorded)
                     for sizes in (aot.ALIGNED, aot.ODD):
                         for case in aot.CASES[family](modules[family], params, module.run, sizes):
@@ -243,11 +244,9 @@ def precompile(dtype_names: list[str], arches: list[aot.Arch], ops: set[str] | N
             if errors:
                 summary.failed.append((label, errors[0]))
                 continue
-            with store.lock(entry.key):  # another warm may be attaching to the same entry
-                current = store.read(entry.key)
-                if current is None:
-                    summary.failed.append((label, "the entry was removed while its launches compiled"))
-                    continue
-                current.meta = triton_artifacts.attach(current.directory, current.meta, compiled)
-                store.write_meta(current)
+            # under the entry's lock: another warm may be attaching to the same entry
+            attached = store.update(entry.key, lambda current: triton_artifacts.attach(current.directory,
+                                                                                      current.meta, compiled))
+            if attached is None:
+                summary.failed.append((label, "the entry was removed or damaged while its launches compiled"))
     return summary

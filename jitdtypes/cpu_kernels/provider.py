@@ -27,21 +27,18 @@ their functional op's, table.WRITING). The
 first call of each (op, dtype) in a process always takes the router (its path is logged there).
 
 JITDTYPES_CPU_KERNELS: `lazy` (default), `eager` (the first call builds and installs before it returns: tests),
-`off`. Packages go to <cache>/cpu_kernels (cache_tools/package_store.py), keyed by the op, the dtype, torch's
-build, the CPU capability and the source of the code that generates them.
+`off`. Packages go to the cache's `cpu_kernels` entries (cache_tools/store.py), keyed by the source of the code
+that generates them, the op, the dtype, torch's build and the CPU capability.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import queue
 import subprocess
 import sys
-import tempfile
 import threading
-import time
 from pathlib import Path
 
 import torch
@@ -49,6 +46,8 @@ import torch
 from .._version import __version__
 from .. import dtypes
 from cache_tools import source_digest
+from cache_tools.store import (CPU_KERNELS, PACKAGE, BuildFailed, CorruptEntry, InsecureEntry, RememberedFailure,
+                               Store, cache_key)
 from .table import (GENERATED, INTO, INTO_LANES, OVERRIDDEN, SHIM_DTYPES, WRITING, commutative, functional, min_numel,
                     models, writes_into)
 
@@ -191,8 +190,6 @@ def available(overload: str, dtype: torch.dtype) -> bool:
         return True
     if (overload, dtype) not in eligible or mode() == OFF:
         return False
-    from cache_tools.store import CorruptEntry, InsecureEntry
-
     try:
         return all(_store().read(key(overload, dtype, into)) is not None for into in _variants(overload))
     except (CorruptEntry, InsecureEntry, OSError):
@@ -208,10 +205,10 @@ def _variants(overload: str) -> tuple[bool, ...]:
 def key(overload: str, dtype: torch.dtype, into: bool = False) -> str:
     """A package's cache key: in-place and out= forms share their functional op's package, and their own."""
     name = f"{functional(overload)}:{INTO}" if into else functional(overload)
-    parts = [str(_FORMAT), name, dtypes.NAMES[dtype], torch.__version__, str(torch.version.git_version),
-             torch.backends.cpu.get_cpu_capability(), sys.platform, __version__,
-             source_digest.of("jitdtypes.cpu_kernels.build")]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:40]
+    return cache_key(CPU_KERNELS, source_digest.of("jitdtypes.cpu_kernels.build"), {
+        "format": _FORMAT, "op": name, "dtype": dtypes.NAMES[dtype], "torch": torch.__version__,
+        "git": str(torch.version.git_version), "cpu": torch.backends.cpu.get_cpu_capability(),
+        "platform": sys.platform, "jitdtypes": __version__})
 
 
 def current_keys() -> set[str]:
@@ -222,10 +219,8 @@ def current_keys() -> set[str]:
             for into in _variants(overload)}
 
 
-def _store():
-    from cache_tools.package_store import PackageStore
-
-    return PackageStore()
+def _store() -> Store:
+    return Store(CPU_KERNELS)
 
 
 def _provide(overload: str, dtype: torch.dtype) -> None:
@@ -245,50 +240,30 @@ def _packages(overload: str, dtype: torch.dtype, retry: bool = False) -> list[st
 
 
 def _package(overload: str, dtype: torch.dtype, into: bool = False, retry: bool = False) -> str:
-    """The cached package's path, built first (in a child process) if the cache lacks it: check, lock, check.
-    A failed build is remembered for its key (torch build and build source included), so that every later
-    process does not spend the build's 10-30 s of CPU again; unless `retry`, it raises at once."""
-    store, entry_key = _store(), key(overload, dtype, into)
-    entry = _intact(store, entry_key)
-    if entry is None:
-        with store.lock(entry_key):
-            entry = _intact(store, entry_key)
-            if entry is None:
-                _raise_remembered(store, entry_key, retry)
-                described = {"overload": functional(overload), "dtype": dtypes.NAMES[dtype], "into": into,
-                             "torch": torch.__version__}
-                with tempfile.TemporaryDirectory(prefix="jitdtypes-cpu-kernel-") as scratch:
-                    package = Path(scratch) / "kernel.pt2"
-                    try:
-                        _build_in_child(functional(overload), dtype, package, into)
-                    except RuntimeError as exc:
-                        store.record_failure(entry_key, {**described, "error": str(exc)})
-                        raise
-                    built.append((overload, dtype))
-                    entry = store.write(entry_key, package, described)
-                store.forget_failure(entry_key)
-                return entry.source
-    store.touch(entry)  # what `jitdtypes cache clean --older-than` reads
-    return entry.source
+    """The cached package's path, built first (in a child process) if the cache lacks it: the store's check,
+    lock, check. A failed build is remembered for its key (torch build and build source included), so that every
+    later process does not spend the build's 10-30 s of CPU again; unless `retry`, it raises at once."""
+    described = {"overload": functional(overload), "dtype": dtypes.NAMES[dtype], "into": into,
+                 "torch": torch.__version__, "device": "cpu"}
 
+    def build(workspace: Path) -> dict:
+        try:
+            _build_in_child(functional(overload), dtype, workspace / PACKAGE, into)
+        except RuntimeError as exc:
+            raise BuildFailed(str(exc), described) from exc
+        return described
 
-def _raise_remembered(store, entry_key: str, retry: bool) -> None:
-    failure = None if retry else store.read_failure(entry_key)
-    if failure is not None:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(failure.get("created") or 0)))
-        raise RuntimeError(f"{failure.get('error')} (at {when}; not built again until `jitdtypes warm --device cpu` "
-                           "or `jitdtypes cache clean --stale`)")
-
-
-def _intact(store, entry_key: str):
-    """The entry if it is whole; None if absent or corrupt (then rebuilt over it). An insecure one raises."""
-    from cache_tools.store import CorruptEntry
+    def damaged(exc: CorruptEntry) -> None:
+        log.warning("jitdtypes: rebuilding a corrupt generated CPU kernel (%s)", exc)
 
     try:
-        return store.read(entry_key)
-    except CorruptEntry as exc:
-        log.warning("jitdtypes: rebuilding a corrupt generated CPU kernel (%s)", exc)
-        return None
+        entry, was_built = _store().ensure(key(overload, dtype, into), build, retry=retry, damaged=damaged)
+    except RememberedFailure as exc:
+        raise RuntimeError(f"{exc.record.get('error')} (at {exc.when}; not built again until `jitdtypes warm "
+                           "--device cpu` or `jitdtypes cache clean --stale`)") from None
+    if was_built:
+        built.append((overload, dtype))
+    return str(entry.directory / PACKAGE)
 
 
 def _build_in_child(overload: str, dtype: torch.dtype, package: Path, into: bool) -> None:

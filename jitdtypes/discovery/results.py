@@ -8,17 +8,17 @@ Two passes: the first finds every failing overload; overrides are then installed
 kernels and the remaining (composite) failures are probed again, because most of them only failed inside a
 backend kernel that is now covered. Composite ops still failing get their own override at the Autograd key.
 
-The result is one self-contained JSON file per device under <cache>/discovery/, named and keyed by the torch
-build, the jitdtypes version and the code discovery runs, with a sha256 of its content: `check` verifies a file
-(copied from another machine, say) before anything trusts it. It is written atomically once probing is done, so
-an interrupted discovery leaves nothing behind that a later import would read.
+The result is one self-contained JSON file per device, `<device>-torch<version>-<key>.json`, keyed by the
+device, the torch build, the jitdtypes version and the code discovery runs, with a sha256 of its content: `check`
+verifies a file (shipped in the package, copied from another machine) before anything trusts it. In the cache it
+is the file of a `discovery` entry (cache_tools/store.py), published whole once probing is done, so an
+interrupted discovery leaves nothing behind that a later import would read.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import hashlib
 import json
 import logging
 import os
@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 import torch
-from filelock import FileLock
 
-from cache_tools import atomic, layers, locations
+from cache_tools import layers
+from cache_tools.store import DISCOVERY, CorruptEntry, Entry, InsecureEntry, Store, cache_key, sha256
 
 from .._version import __version__
 from . import probe, runner, simulated_faults
@@ -60,19 +60,23 @@ def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key(full_name, device_type.upper())
 
 
-def build_key() -> str:
-    """What a discovery result depends on: this torch build, jitdtypes, the code discovery runs (this module
-    and every module it imports, source_digest) and any test faults, so that results probed under them are
-    never read by an ordinary import."""
-    build = f"{torch.__version__}-{(torch.version.git_version or '')[:10]}-{torch.version.cuda or 'nocuda'}"
-    faults = simulated_faults.spec()
-    material = f"{FORMAT}|{build}|{__version__}|{source_digest.of(__name__)}"
-    material += f"|faults={faults}" if faults else ""
-    return hashlib.sha256(material.encode()).hexdigest()[:16]
+def build_key(device_type: str) -> str:
+    """What a discovery result on `device_type` depends on: this torch build, jitdtypes, the code discovery runs
+    (this module and every module it imports, source_digest) and any test faults, so that results probed under
+    them are never read by an ordinary import. The key of its cache entry."""
+    return cache_key(DISCOVERY, source_digest.of(__name__), {
+        "format": FORMAT, "device": device_type, "torch": torch.__version__,
+        "git": (torch.version.git_version or "")[:10], "cuda": torch.version.cuda or "nocuda",
+        "jitdtypes": __version__, "faults": simulated_faults.spec()})
+
+
+def file_name(device_type: str) -> str:
+    return f"{device_type}-torch{torch.__version__}-{build_key(device_type)}.json"
 
 
 def cache_path(device_type: str) -> Path:
-    return locations.cache_root() / "discovery" / f"{device_type}-torch{torch.__version__}-{build_key()}.json"
+    """Where this build's result on `device_type` is in the user's cache (present or not)."""
+    return Store(DISCOVERY).directory(build_key(device_type)) / file_name(device_type)
 
 
 @dataclasses.dataclass
@@ -88,7 +92,7 @@ class Discovery:
     def to_json(self) -> str:
         record = {
             "format": FORMAT,
-            "key": build_key(),
+            "key": build_key(self.device_type),
             "device_type": self.device_type,
             "torch": torch.__version__,
             "jitdtypes": __version__,
@@ -102,7 +106,7 @@ class Discovery:
 
 
 def _digest(record: dict) -> str:
-    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+    return sha256(json.dumps(record, sort_keys=True))
 
 
 def check(path: Path) -> tuple[Discovery | None, str | None]:
@@ -114,7 +118,7 @@ def check(path: Path) -> tuple[Discovery | None, str | None]:
             return None, f"format {record.get('format')}, not {FORMAT}"
         if record.get("sha256") != _digest(body):
             return None, "content does not match its sha256"
-        if record["key"] != build_key():
+        if record["key"] != build_key(record["device_type"]):
             return None, "made by another torch build, jitdtypes version or discovery source"
         if not path.name.startswith(f"{record['device_type']}-"):
             return None, f"probed on {record['device_type']}, but its name says another device"
@@ -171,19 +175,32 @@ def load_or_discover(device_type: str, devices_at_once: int = 1) -> Discovery:
     found = stored(device_type)
     if found is not None:
         return found
-    path = cache_path(device_type)
     workers = default_workers(devices_at_once)
+    probed: list[Discovery] = []
+
+    def probe_into(workspace: Path) -> dict:
+        probed.append(discover(device_type, workers=workers))
+        text = probed[0].to_json()
+        (workspace / file_name(device_type)).write_text(text)
+        return {"device_type": device_type, "torch": torch.__version__, "jitdtypes": __version__,
+                "overrides": len(json.loads(text).get("findings", []))}
+
+    def damaged(exc: CorruptEntry) -> None:
+        log.warning("jitdtypes: damaged discovery result (%s): probing again", exc)
+
+    store = Store(DISCOVERY)
     try:
-        locations.ensure_dir(path.parent)
-        with FileLock(str(path) + ".lock"):
-            found = load(path)
-            if found is None:
-                found = discover(device_type, workers=workers)
-                atomic.write_text(path, found.to_json())
-            return found
+        entry, _ = store.ensure(build_key(device_type), probe_into, damaged=damaged)
+    except InsecureEntry as exc:
+        log.warning("jitdtypes: cache %s not trusted (%s); discovery results kept in memory", store.root, exc)
+        entry = None
     except OSError as exc:
-        log.warning("jitdtypes: cache %s not writable (%s); discovery results kept in memory", path.parent, exc)
-        return discover(device_type, workers=workers)
+        log.warning("jitdtypes: cache %s not writable (%s); discovery results kept in memory", store.root, exc)
+        entry = None
+    if probed:
+        return probed[0]
+    found = load(entry.directory / file_name(device_type)) if entry is not None else None
+    return found or discover(device_type, workers=workers)  # found None: made by another process, yet refused
 
 
 def _mode() -> str:
@@ -193,12 +210,32 @@ def _mode() -> str:
 def stored(device_type: str) -> Discovery | None:
     """This build's result without probing: from the cache, a read-only cache layer, or the package (unless
     JITDTYPES_DISCOVERY=probe: this machine's own verdicts are wanted)."""
-    path = cache_path(device_type)
-    return load(path) or _from_layers(path) or (_shipped(device_type) if _mode() != "probe" else None)
+    return (_cached(device_type) or _from_layers(device_type)
+            or (_shipped(device_type) if _mode() != "probe" else None))
+
+
+def _cached(device_type: str) -> Discovery | None:
+    """The user's own cached result: None when absent, damaged or not private (load_or_discover says why)."""
+    store = Store(DISCOVERY)
+    try:
+        entry = store.read(build_key(device_type))
+    except (CorruptEntry, InsecureEntry, OSError):
+        return None
+    if entry is None:
+        return None
+    store.touch(entry)
+    return _checked(entry, device_type, "")
+
+
+def _checked(entry: Entry, device_type: str, where: str) -> Discovery | None:
+    found, why_not = check(entry.directory / file_name(device_type))
+    if why_not is not None:
+        log.warning("jitdtypes: discovery result %s%s refused: %s", entry.directory, where, why_not)
+    return found
 
 
 def shipped_path(device_type: str = "cpu") -> Path:
-    return SHIPPED / cache_path(device_type).name
+    return SHIPPED / file_name(device_type)
 
 
 def _shipped(device_type: str) -> Discovery | None:
@@ -224,18 +261,19 @@ def ship() -> Path:
     return path
 
 
-def _from_layers(path: Path) -> Discovery | None:
-    """This build's result from a read-only cache layer (JITDTYPES_CACHE_PATH) that passes the layer trust rule
-    and the record's own checks; refusals are logged."""
-    found, refusals = layers.find(f"{path.parent.name}/{path.name}")
-    for refusal in refusals:
-        log.warning("jitdtypes: discovery result in a cache layer refused: %s", refusal)
-    if found is None:
-        return None
-    result, why_not = check(found)
-    if why_not is not None:
-        log.warning("jitdtypes: discovery result %s in a cache layer refused: %s", found, why_not)
-    return result
+def _from_layers(device_type: str) -> Discovery | None:
+    """This build's result from the first read-only cache layer (JITDTYPES_CACHE_PATH) holding one that passes
+    the layer trust rule, its sha256s and the record's own checks; refusals are logged."""
+    for store in layers.stores(DISCOVERY):
+        try:
+            entry = store.read(build_key(device_type))
+        except (InsecureEntry, CorruptEntry, OSError) as exc:
+            log.warning("jitdtypes: discovery result in a cache layer refused: %s", exc)
+            continue
+        found = _checked(entry, device_type, " in a cache layer") if entry is not None else None
+        if found is not None:
+            return found
+    return None
 
 
 def default_workers(devices_at_once: int = 1) -> int:

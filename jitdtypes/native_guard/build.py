@@ -1,16 +1,16 @@
 """Builds guard.cpp into a shared library with the C++ compiler the machine has, once per torch build.
 
-Key = sha256(format, guard.cpp and its headers, torch version and git revision, C++ ABI, platform): check the store, lock,
-check again, build in a private workspace, install. Without a usable compiler or cache the caller falls back.
+Key = cache_key(GUARD, guard.cpp and its headers, {format, torch version and git revision, C++ ABI, platform,
+torch's directory}); the store's check, lock, check again, a build in its private workspace, put in place
+(cache_tools/store.py). Without a usable compiler or cache the caller falls back.
 
-A failed build is remembered for its key and compiler (guard_store's `<key>.failed.json`): a failed compile took
+A failed build is remembered for its key and compiler (the store's `<key>.failed.json`): a failed compile took
 17-21 s on 2 cores and was repeated on every import. `ensure(retry=True)` (`jitdtypes warm`) builds again, and
 so does the next import once `jitdtypes cache clean --stale` removed the record or another compiler is chosen.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import platform
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from cache_tools.guard_store import LIBRARY, GuardEntry, GuardStore
-from cache_tools.store import CorruptEntry, InsecureEntry
+from cache_tools.store import (GUARD, LIBRARY, BuildFailed, InsecureEntry, RememberedFailure, Store, cache_key,
+                               sha256)
 
 log = logging.getLogger("jitdtypes")
 
@@ -39,15 +39,16 @@ class BuildError(RuntimeError):
     """The guard could not be built (no compiler, or the compiler failed)."""
 
 
+class CompileError(BuildError, BuildFailed):
+    """The compiler failed: remembered for this key and compiler."""
+
+
 def key() -> str:
-    torch_dir = Path(torch.__file__).parent
-    parts = [
-        str(FORMAT), *(hashlib.sha256(path.read_bytes()).hexdigest() for path in (SOURCE, *HEADERS)),
-        torch.__version__,
-        torch.version.git_version or "", str(torch._C._GLIBCXX_USE_CXX11_ABI), sys.platform, platform.machine(),
-        str(torch_dir),
-    ]
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:20]
+    content = " ".join(f"{path.name}:{sha256(path)}" for path in (SOURCE, *HEADERS))
+    return cache_key(GUARD, content, {
+        "format": FORMAT, "torch": torch.__version__, "git": torch.version.git_version or "",
+        "cxx11_abi": int(torch._C._GLIBCXX_USE_CXX11_ABI), "platform": sys.platform, "machine": platform.machine(),
+        "torch_dir": str(Path(torch.__file__).parent)})
 
 
 def compiler() -> list[str]:
@@ -87,12 +88,11 @@ def _build_into(workspace: Path, cxx: list[str]) -> dict:
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BuildError(f"{command[0]} failed to run: {exc}") from exc
+        raise CompileError(f"{command[0]} failed to run: {exc}", {"compiler": cxx, "torch": torch.__version__}) from exc
     if done.returncode != 0:
         output = done.stderr or done.stdout
-        error = BuildError(f"{command[0]} exited with {done.returncode}: " + " | ".join(first_errors(output)))
-        error.output = output[-6000:]
-        raise error
+        raise CompileError(f"{command[0]} exited with {done.returncode}: " + " | ".join(first_errors(output)),
+                           {"compiler": cxx, "torch": torch.__version__, "output": output[-6000:]})
     version = subprocess.run([command[0], "--version"], capture_output=True, text=True, check=False).stdout
     return {"torch": torch.__version__, "compiler": command[0], "compiler_version": version.splitlines()[0:1],
             "build_seconds": round(time.monotonic() - started, 2), "format": FORMAT}
@@ -103,34 +103,39 @@ def _announce() -> None:
                 "(once per torch build; about 20 s)")
 
 
-def ensure(store: GuardStore | None = None, retry: bool = False) -> tuple[Path, dict]:
+def ensure(store: Store | None = None, retry: bool = False) -> tuple[Path, dict]:
     """The path of a verified guard library for this torch build, built if needed; BuildError otherwise (no
     compiler, a failed build, or, unless `retry`, a failed build of this key with this compiler remembered).
 
     An entry that could have been written by someone else, or a cache that cannot be written, makes the
     library live in a private temporary directory for this process instead (one warning)."""
-    store = store or GuardStore()
-    entry_key = key()
+    store = store or Store(GUARD)
+
+    def build_library(workspace: Path) -> dict:
+        cxx = compiler()  # none: a BuildError, not a failed build to remember
+        _announce()
+        return _build_into(workspace, cxx)
+
     try:
-        entry = _read(store, entry_key, quietly=True)
-        if entry is None:
-            with store.lock(entry_key):
-                entry = _read(store, entry_key, quietly=False)
-                if entry is None:
-                    cxx = compiler()
-                    _raise_remembered(store, entry_key, cxx, retry)
-                    entry = _build_entry(store, entry_key, cxx)
-        return entry.library, entry.meta
+        entry, _ = store.ensure(key(), build_library, retry=retry,
+                                failure_holds=lambda record: record.get("compiler") == compiler(),
+                                damaged=lambda exc: log.warning("jitdtypes: damaged compiled guard (%s): it is rebuilt",
+                                                                exc))
+    except RememberedFailure as exc:
+        raise BuildError(f"{exc.record.get('error')} (the build for this torch build and compiler failed at "
+                         f"{exc.when} and is not retried: `jitdtypes warm` or `jitdtypes cache clean --stale` "
+                         "retries it)") from None
     except (InsecureEntry, OSError) as exc:
         log.warning("jitdtypes: the compiled guard cache is not usable (%s); building it in a private "
                     "temporary directory for this process", exc)
         return _build_private()
+    return entry.directory / LIBRARY, entry.meta
 
 
-def would_build(store: GuardStore | None = None) -> bool:
+def would_build(store: Store | None = None) -> bool:
     """Whether `ensure` would run the compiler now: no library for this key, a compiler at hand, and no failed
     build of this key with it remembered."""
-    store = store or GuardStore()
+    store = store or Store(GUARD)
     try:
         # existence only: `ensure` verifies the entry right after, and a damaged one is rebuilt there
         if (store.directory(key()) / LIBRARY).is_file():
@@ -148,41 +153,6 @@ def build_detached() -> None:
     subprocess.Popen([sys.executable, "-m", "jitdtypes.native_guard.build"],
                      env=dict(os.environ, JITDTYPES_DISABLE="1"), stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-
-
-def _build_entry(store: GuardStore, entry_key: str, cxx: list[str]) -> GuardEntry:
-    """Build and install under the key's lock; a failure is recorded before it is raised."""
-    _announce()
-    workspace = store.workspace()
-    try:
-        try:
-            meta = _build_into(workspace, cxx)
-        except BuildError as exc:
-            store.record_failure(entry_key, {"compiler": cxx, "error": str(exc), "torch": torch.__version__,
-                                             "output": getattr(exc, "output", "")})
-            raise
-        store.forget_failure(entry_key)
-        return store.install(entry_key, workspace, meta)
-    finally:
-        shutil.rmtree(workspace, ignore_errors=True)
-
-
-def _raise_remembered(store: GuardStore, entry_key: str, cxx: list[str], retry: bool) -> None:
-    failure = None if retry else store.read_failure(entry_key)
-    if failure is not None and failure.get("compiler") == cxx:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(failure.get("created") or 0)))
-        raise BuildError(f"{failure.get('error')} (the build for this torch build and compiler failed at {when} and is not "
-                         "retried: `jitdtypes warm` or `jitdtypes cache clean --stale` retries it)")
-
-
-def _read(store: GuardStore, entry_key: str, quietly: bool) -> GuardEntry | None:
-    """The entry, or None when absent or damaged (replaced by the build that follows, under the lock)."""
-    try:
-        return store.read(entry_key)
-    except CorruptEntry as exc:
-        if not quietly:
-            log.warning("jitdtypes: damaged compiled guard (%s): it is rebuilt", exc)
-        return None
 
 
 _private_builds: list = []  # kept for the life of the process: the library stays loaded

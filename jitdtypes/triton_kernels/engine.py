@@ -3,17 +3,16 @@ rendered on first use, cached on disk by content key, loaded once per process an
 torch.library custom op (jitdtypes::<family>_<op>_<key>, a triton_op with a fake kernel) so torch.compile
 and torch.export can use it.
 
-Key = sha256(family, params, the template sources, jitdtypes/triton/torch versions, device kind): a warm
-cache in a second process generates nothing. Generation is serialized per key across processes with a file
-lock (check, lock, check again) and across threads with an in-process lock.
+Key = cache_key(KERNELS, the template sources' digest, {family, params, jitdtypes/triton/torch versions,
+device kind}): a warm cache in a second process generates nothing. Generation is serialized per key across
+processes by the store's check, lock, check again (cache_tools/store.py) and across threads with an in-process
+lock.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib
-import json
 import logging
 import os
 import re
@@ -26,7 +25,7 @@ from pathlib import Path
 import torch
 
 from cache_tools import layers, triton_artifacts
-from cache_tools.store import CorruptEntry, Entry, InsecureEntry, KernelStore
+from cache_tools.store import KERNELS, SOURCE, CorruptEntry, Entry, InsecureEntry, Store, cache_key
 from kernels_templates import common
 
 from .._version import __version__
@@ -193,53 +192,44 @@ def _device_kind(device_type: str) -> str:
 def _environment(family: str, params: dict, device_type: str, kind: str | None = None) -> dict:
     import triton
 
-    return {"family": family, "params": params, "sources": source_digest.of(*family_sources(family)), "jitdtypes": __version__,
-            "triton": triton.__version__, "torch": torch.__version__, "device": kind or _device_kind(device_type)}
+    return {"family": family, "params": params, "jitdtypes": __version__, "triton": triton.__version__,
+            "torch": torch.__version__, "device": kind or _device_kind(device_type)}
 
 
 def kernel_key(family: str, params: dict, device_type: str, kind: str | None = None) -> str:
     """kind: the device kind to key for (default: this process's device of that type)."""
-    environment = _environment(family, params, device_type, kind)
-    return hashlib.sha256(json.dumps(environment, sort_keys=True).encode()).hexdigest()
+    return cache_key(KERNELS, source_digest.of(*family_sources(family)),
+                     _environment(family, params, device_type, kind))
 
 
 def _render(family: str, params: dict) -> str:
     return importlib.import_module(f"kernels_templates.{family}").render(params)
 
 
-def ensure_source(store: KernelStore, family: str, params: dict, device_type: str,
+def ensure_source(store: Store, family: str, params: dict, device_type: str,
                   kind: str | None = None) -> tuple[Entry, bool]:
-    """Check, lock, check again: (the cached entry, False) if its content hash verifies, else (a freshly
-    rendered and written one, True). Raises OSError when the cache cannot be written and InsecureEntry when
-    the entry is not private to this user."""
-    key = kernel_key(family, params, device_type, kind)
-    entry, corrupt = _verified(store, key, warn=True)
-    if entry is not None:
-        counters["read_from_cache"] += 1
-        store.touch(entry)
-        return entry, False
-    with store.lock(key):
-        entry, _ = _verified(store, key, warn=not corrupt)
-        if entry is not None:
-            return entry, False
+    """(The cached entry, False) if intact, else (a freshly rendered one, True): the store's check, lock, check.
+    Raises OSError when the cache cannot be written and InsecureEntry when the entry is not private to this
+    user."""
+
+    def render(workspace: Path) -> dict:
         environment = _environment(family, params, device_type, kind)
-        meta = {**{k: v for k, v in environment.items() if k != "params"}, "params": params,
-                "op": params["op"], "dtype": params.get("dtype"), "layout": params.get("layout", "interleaved")}
-        entry = store.write(key, _render(family, params), meta)
+        (workspace / SOURCE).write_text(_render(family, params))
+        return {**environment, "sources": source_digest.of(*family_sources(family)), "op": params["op"],
+                "dtype": params.get("dtype"), "layout": params.get("layout", "interleaved")}
+
+    entry, generated = store.ensure(kernel_key(family, params, device_type, kind), render, damaged=_regenerating)
+    if generated:
         counters["generated"] += 1
         log.info("jitdtypes: generated %s/%s (%s) -> %s", family, params["op"], params.get("dtype"), entry.directory)
-        return entry, True
+    else:
+        counters["read_from_cache"] += 1
+    return entry, generated
 
 
-def _verified(store: KernelStore, key: str, warn: bool) -> tuple[Entry | None, bool]:
-    """(entry, False), (None, False) when absent, (None, True) when corrupt (warned about once)."""
-    try:
-        return store.read(key), False
-    except CorruptEntry as exc:
-        if warn:
-            counters["regenerated_corrupt"] += 1
-            log.warning("jitdtypes: %s; regenerating it", exc)
-        return None, True
+def _regenerating(exc: CorruptEntry) -> None:
+    counters["regenerated_corrupt"] += 1
+    log.warning("jitdtypes: %s; regenerating it", exc)
 
 
 def _warn_once(kind: str, message: str, *args) -> None:
@@ -253,13 +243,13 @@ def _in_memory(family: str, params: dict, device_type: str) -> tuple[str, str, s
     counters["in_memory"] += 1
     source, key = _render(family, params), kernel_key(family, params, device_type)
     private = Path(tempfile.mkdtemp(prefix="jitdtypes-kernel-"))  # mode 0700
-    (private / "kernel.py").write_text(source)  # compiled Triton reads its source back from a file
-    return source, str(private / "kernel.py"), key
+    (private / SOURCE).write_text(source)  # compiled Triton reads its source back from a file
+    return source, str(private / SOURCE), key
 
 
-def _from_layers(key: str) -> tuple[Entry, KernelStore] | None:
+def _from_layers(key: str) -> tuple[Entry, Store] | None:
     """The first read-only layer (JITDTYPES_CACHE_PATH) holding a trusted, intact entry for `key`."""
-    for store in layers.stores():
+    for store in layers.stores(KERNELS):
         try:
             entry = store.read(key)
         except (InsecureEntry, CorruptEntry, OSError) as exc:
@@ -272,7 +262,7 @@ def _from_layers(key: str) -> tuple[Entry, KernelStore] | None:
     return None
 
 
-def _triton_code_in_place(entry: Entry, store: KernelStore) -> None:
+def _triton_code_in_place(entry: Entry, store: Store) -> None:
     """Hand Triton the code compiled ahead of time for this kernel, if any; else Triton compiles it."""
     if not entry.meta.get(triton_artifacts.RECORDS):
         return
@@ -286,13 +276,13 @@ def _build(family: str, device_type: str, params: dict):
     try:
         found = _from_layers(kernel_key(family, params, device_type))
         if found is None:
-            store = KernelStore()
+            store = Store(KERNELS)
             found = ensure_source(store, family, params, device_type)[0], store
         entry, store = found
         if device_type == "cuda":
             _triton_code_in_place(entry, store)
-        source, filename, key = entry.source, str(entry.source_path), entry.key
-    except InsecureEntry as exc:
+        source, filename, key = entry.read_bytes(SOURCE).decode(), str(entry.directory / SOURCE), entry.key
+    except (InsecureEntry, CorruptEntry) as exc:  # CorruptEntry: changed since it was verified
         _warn_once("insecure", "jitdtypes: not importing from the kernel cache (%s); kernels are generated in "
                    "memory", exc)
         source, filename, key = _in_memory(family, params, device_type)
