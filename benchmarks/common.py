@@ -44,16 +44,29 @@ def per_call_us(fn, calls: int = 20000) -> float:
 
 
 def write_rows(name: str, rows: list[dict]) -> Path:
-    """Append rows to benchmarks/results/<name>.csv with device and version columns."""
+    """Append rows to benchmarks/results/<name>.csv with machine and version columns (benchmarks.charts reads
+    them). A row's own columns stay as they are: a `device` column names the device the row ran on."""
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.csv"
-    extra = {"device": device_name(), "torch": torch.__version__, "jitdtypes": jitdtypes.__version__}
+    extra = {"machine": device_name(), "torch": torch.__version__, "jitdtypes": jitdtypes.__version__}
     rows = [{**row, **extra} for row in rows]
     fields = list(dict.fromkeys(key for row in rows for key in row))
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=fields, restval="")
-        if new:
+    header: list[str] = []
+    if path.exists():
+        with path.open(newline="") as f:
+            header = next(csv.reader(f), [])
+    if header and not set(fields) <= set(header):
+        # a run with columns the file lacks: rewrite it under one header, or its new cells would sit under
+        # other columns' names
+        with path.open(newline="") as f:
+            rows = [*csv.DictReader(f), *rows]
+        header = list(dict.fromkeys([*header, *fields]))
+        mode = "w"
+    else:
+        mode = "a" if header else "w"
+    with path.open(mode, newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=header or fields, restval="")
+        if mode == "w":
             writer.writeheader()
         writer.writerows(rows)
     return path

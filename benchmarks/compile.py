@@ -13,7 +13,9 @@ on the machine) and the median. First-call times are measured with Inductor's ca
 compile in the process also pays for loading Inductor and the C++ toolchain).
 
     python -m benchmarks.compile [--rounds 7] [--calls 5] [--devices cpu,cuda] [--programs "elementwise chain"]
-                                                              # CSV in benchmarks/results/compile.csv
+                                 [--chart]                    # CSV in benchmarks/results/compile.csv
+
+--chart then draws docs/charts/compile.png from those rows (benchmarks.charts).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import torch
 import jitdtypes
 from jitdtypes import dtypes
 
+from benchmarks import charts
 from benchmarks.common import write_rows
 
 WAYS = ("eager jitdtypes", "compiled jitdtypes", "compiled jitdtypes, words", "compiled jitdtypes, planes",
@@ -339,7 +342,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=5)
     parser.add_argument("--programs", default=",".join(PROGRAMS), help="comma-separated program names")
     parser.add_argument("--devices", default="cpu,cuda", help="comma-separated device types (those present)")
+    parser.add_argument("--chart", action="store_true",
+                        help="then draw docs/charts/compile.png from the CSV rows (needs matplotlib)")
     args = parser.parse_args()
+    if args.chart:
+        charts.require_matplotlib()  # now, not after the run
     assert jitdtypes.is_enabled(), "the benchmark measures jitdtypes: unset JITDTYPES_DISABLE"
     assert jitdtypes.installer.compile_installation() is not None, "jitdtypes.enable() installs the compile path"
     import torch._inductor.config
@@ -356,6 +363,8 @@ def main() -> None:
             rows += [copy_bandwidth_row(dtype, device, args.rounds) for dtype in dtypes.COMPLEX_TARGETS]
     _print_table(rows)
     print("\nrows appended to", write_rows("compile", rows))
+    if args.chart:
+        print("chart:", charts.draw_compile())
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 """16-bit complex eager calls on CPU against complex64 and against the hand-written upcast (issue 23).
 
     python -m benchmarks.cpu_eager [--rounds N] [--sizes 8,4096,65536,1048576,4194304]
-                                   [--dtypes complex32,bcomplex32] [--calls "x.exp(),x * w"]
+                                   [--dtypes complex32,bcomplex32] [--calls "x.exp(),x * w"] [--chart]
 
 Per size and dtype, each call is timed in interleaved rounds in one process three ways: complex64 on the same
 values; jitdtypes on the 16-bit tensors (its generated CPU kernel where it has one: the benchmark first makes
 one call of each with JITDTYPES_CPU_KERNELS=eager, so the packages are built or found in the cache and
 installed before timing); and the hand-written upcast (`f(x.to(complex64)).to(x.dtype)`). Medians; the
 table gives complex64's time over the 16-bit one (above 1: the 16-bit call is faster), and the CSV rows hold
-every median with p20/p80.
+every median with p20/p80. --chart then draws docs/charts/cpu_eager.png from those rows (benchmarks.charts).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import time
 import torch
 
 import jitdtypes
+from benchmarks import charts
 from benchmarks.common import percentiles, write_rows
 from jitdtypes import cpu_kernels, dtypes
 
@@ -57,6 +58,17 @@ CALLS = {  # name -> f(x, w): x, w flat tensors of one dtype
     "m @ m 512^2": lambda x, w: x @ x,
     "fft 64xN": lambda x, w: torch.fft.fft(x.reshape(64, -1) if x.numel() % 64 == 0 else x),
 }
+
+FAMILIES = {  # the chart's groups (benchmarks.charts), in its order
+    "elementwise": ["x.abs()", "x.angle()", "x.exp()", "x.sin()", "x.sigmoid()", "x.log()", "x.sqrt()", "x.T.exp()"],
+    "binary": ["x * w", "x + w", "x * w + x", "x / w", "x.addcmul(x w)", "where(x.real>0)"],
+    "broadcast": ["x * w row bcast", "x / w row bcast", "x + w column bcast"],
+    "in place, out=": ["x.add_(w)", "mul(out=)"],
+    "reductions": ["x.sum()", "x.var()", "x.var(-1) rows", "x.mean(-1) rows", "x.sum(0) columns", "x.prod()"],
+    "scans": ["x.cumsum(0)", "x.cumprod(0)"],
+    "matmul, FFT": ["m @ m 512^2", "fft 64xN"],
+}
+FAMILY_OF = {call: family for family, calls in FAMILIES.items() for call in calls}
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
@@ -105,7 +117,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="8,4096,65536,1048576,4194304")
     parser.add_argument("--dtypes", default="complex32,bcomplex32")
     parser.add_argument("--calls", default=",".join(CALLS))
+    parser.add_argument("--chart", action="store_true",
+                        help="then draw docs/charts/cpu_eager.png from the CSV rows (needs matplotlib)")
     options = parser.parse_args()
+    if options.chart:
+        charts.require_matplotlib()  # now, not after the run
     jitdtypes.enable("compiled")
     os.environ[cpu_kernels.ENV_VAR] = cpu_kernels.EAGER
     names = options.calls.split(",")
@@ -129,7 +145,7 @@ def main() -> None:
                 for _ in range(options.rounds):
                     for way, (fn, args) in ways.items():
                         samples[way].append(_timed(lambda: fn(*args)))
-                row = {"dtype": dtypes.NAMES[dtype], "call": name,
+                row = {"dtype": dtypes.NAMES[dtype], "call": name, "family": FAMILY_OF.get(name, ""),
                        "elements": MATMUL_SIDE ** 2 if name.startswith("m @ m") else size}
                 for way, values in samples.items():
                     p20, p50, p80 = percentiles(values)
@@ -143,6 +159,8 @@ def main() -> None:
                        if s == "installed")
     print(f"\ngenerated kernels installed: {len(generated)} ({', '.join(generated)})")
     print("rows appended to", write_rows("cpu_eager", rows))
+    if options.chart:
+        print("chart:", charts.draw_eager())
 
 
 def _print_table(rows: list[dict], names: list[str]) -> None:
