@@ -17,7 +17,7 @@ import jitdtypes
 from cache_tools.store import Store
 from jitdtypes import installer, schema
 from jitdtypes.discovery import probe, results
-from jitdtypes.discovery.findings import BACKEND, Finding
+from jitdtypes.findings import BACKEND, Finding
 
 
 def _probing_children_of(cache: Path) -> list[int]:

@@ -11,7 +11,7 @@ import jitdtypes
 from jitdtypes import discovery, schema
 from jitdtypes.reports import ops_doc
 from jitdtypes.discovery import probe
-from jitdtypes.discovery.findings import MISSING, PARTIAL, SUPPORTED, Finding
+from jitdtypes.findings import MISSING, PARTIAL, SUPPORTED, Finding
 
 OPS_MD = Path(__file__).resolve().parent.parent / "docs" / "OPS.md"
 GENERATED_ON = re.compile(r"^Generated on torch `([^`]+)` .*CPU backend `([^`]+)`, from discovery on ([a-z, ]+) \(",

@@ -8,7 +8,7 @@ import torch
 import jitdtypes
 from jitdtypes import dtypes, schema
 from jitdtypes.discovery import probe
-from jitdtypes.discovery.findings import MISSING, PARTIAL, SUPPORTED
+from jitdtypes.findings import MISSING, PARTIAL, SUPPORTED
 
 NAMES = [dtypes.NAMES[d] for d in dtypes.COMPLEX_TARGETS]
 

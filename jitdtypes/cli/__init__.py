@@ -8,6 +8,7 @@ warm.py            what `warm` generates, builds and compiles, with its progress
 demo/              `jitdtypes demo`: per op, plain PyTorch against jitdtypes; the memory of an FNO
 """
 
-from .main import UsageError, main
+from .main import main
+from .parser import UsageError
 
 __all__ = ["UsageError", "main"]

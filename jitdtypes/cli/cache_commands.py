@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .main import UsageError
+from .parser import UsageError
 from .commands import arches_named, print_table
 from .parser import DEVICES
 

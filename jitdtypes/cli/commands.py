@@ -6,7 +6,7 @@ import json
 import os
 import sys
 
-from .main import UsageError
+from .parser import UsageError
 
 
 def print_table(rows: list[dict], columns: list[str]) -> None:

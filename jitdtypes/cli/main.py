@@ -7,10 +7,6 @@ import signal
 import sys
 
 
-class UsageError(Exception):
-    """A value on the command line names nothing usable here (a missing file, an unknown key): exit status 2."""
-
-
 def _handler(args):
     from . import cache_commands, commands
 
@@ -36,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     prog = " ".join(["jitdtypes", args.command] + ([args.cache_command] if args.command == "cache" else []))
     try:
         return _handler(args)(args)
-    except UsageError as exc:
+    except parser.UsageError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # the command was right, the file system said no (permissions, a full disk)

@@ -12,6 +12,10 @@ from cache_tools.store import KINDS
 from .._version import __version__
 from .. import dtype_table
 
+class UsageError(Exception):
+    """A value on the command line names nothing usable here (a missing file, an unknown key): exit status 2."""
+
+
 DEVICES = ("cpu", "cuda")
 PATHS = ("native", "template", "upcast", "generated")
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 import torch
 
 from .. import dtypes, schema
-from .findings import MISSING, PARTIAL, SUPPORTED
+from ..findings import MISSING, PARTIAL, SUPPORTED
 from ..schema import OPTIONAL_TENSOR, OTHER, TENSOR_LIST, Overload
 
 SHAPES = ((3, 3), (4, 4), (2, 3, 3), (2, 2, 3, 3), (5,), ())

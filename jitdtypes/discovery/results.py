@@ -35,7 +35,7 @@ from .._version import __version__
 from . import probe, runner, simulated_faults
 from .. import schema
 from cache_tools import source_digest
-from .findings import BACKEND, COMPOSITE, SUPPORTED, Finding, kernel_level
+from ..findings import BACKEND, COMPOSITE, SUPPORTED, Finding, kernel_level
 
 log = logging.getLogger("jitdtypes")
 

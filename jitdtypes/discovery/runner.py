@@ -26,7 +26,7 @@ from pathlib import Path
 
 from . import probe
 from .. import schema
-from .findings import Finding
+from ..findings import Finding
 
 log = logging.getLogger("jitdtypes")
 
@@ -208,7 +208,7 @@ def _child(device_type: str, todo: Path, progress: Path, overrides: Path, bypass
         # As JITDTYPES_CPU_BACKEND=upcast does on CPU: probing asks whether calls work with the overrides, not
         # how fast, and the upcast path answers without compiling (and autotuning) Triton kernels on CUDA in
         # every child, which could take longer than the probe timeout.
-        engine.uses_templates = lambda device_type: False
+        engine.template_devices.clear()
         keep_alive = registrar.install({device_type: installed})
     call = probe.caller(device_type)
     if device_type == "cuda":

@@ -20,7 +20,7 @@ from .. import discovery, dtypes, schema
 from ..triton_kernels import engine
 from ..interop import complex_views
 from ..routing import path_record
-from ..discovery.findings import PARTIAL
+from ..findings import PARTIAL
 from ..routing import registrar
 
 CRASHED, COMPOSITE, NO_VERDICT = "crashed", "composite", "-"

@@ -20,7 +20,7 @@ from ..triton_kernels import engine
 from ..interop import complex_views
 from . import path_record
 from ..upcast import wide_gradients, wrapped_numbers
-from ..discovery.findings import COMPOSITE, MISSING, PARTIAL, Finding, kernel_level
+from ..findings import COMPOSITE, MISSING, PARTIAL, Finding, kernel_level
 from ..schema import TENSOR_LIST, Overload, overload
 from . import router, sources
 

@@ -26,7 +26,7 @@ from ..triton_kernels import engine
 from . import path_record
 from ..upcast import wrapped_numbers
 from ..upcast.error_messages import looks_like_dtype_error
-from ..discovery.findings import MISSING, PARTIAL
+from ..findings import MISSING, PARTIAL
 from ..schema import OPTIONAL_TENSOR, TENSOR, TENSOR_LIST, Overload
 from . import sources
 

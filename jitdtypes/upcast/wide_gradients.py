@@ -29,7 +29,7 @@ import dataclasses
 import torch
 
 from .. import dtypes
-from ..discovery.findings import MISSING, PARTIAL
+from ..findings import MISSING, PARTIAL
 from ..schema import OPTIONAL_TENSOR, TENSOR, TENSOR_LIST, Overload
 
 
