@@ -10,8 +10,8 @@ name is computed (`importlib.import_module(f"kernels_templates.{family}")`) depe
 of that package. Names imported from a package that are not its modules depend on its `__init__`, except
 `__version__`, which every key holds anyway.
 
-The statements are found by a regular expression, not by parsing: parsing the 40 modules discovery depends on
-costs 150 ms, which every import would pay for the discovery key; the scan costs a few. What it reads beyond
+The statements are found by a regular expression, not by parsing: parsing the modules discovery depends on
+costs far more than the scan, and every import would pay it for the discovery key. What it reads beyond
 real statements (an import line inside a string, such as a rendered kernel's) only adds dependencies.
 """
 

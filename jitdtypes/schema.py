@@ -117,7 +117,7 @@ def all_aten_overloads() -> list[str]:
 def resize_output(out: torch.Tensor, shape) -> None:
     """ATen's resize_output (aten::_resize_output_ has only a Meta kernel): leave a right-shaped out= tensor
     alone, otherwise warn if it held elements, then resize it in place."""
-    if out.shape == shape:  # the common call: no torch.Size built (about 0.5 us)
+    if out.shape == shape:  # the common call: no torch.Size built
         return
     shape = torch.Size(shape)
     if out.numel():

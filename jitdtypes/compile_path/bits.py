@@ -7,7 +7,7 @@ FFTs return, promotions with float32) are read and written the same way, as int6
 
 Why words and not `view_as_real(x)[..., 0]`: Inductor's C++ backend stops vectorizing a loop once more than
 12% of its loads/stores are strided (`KernelOpStats.OVERHEAD_RATIO_THRESHOLD`), and it never vectorizes
-int16. An exp/div chain over interleaved halves then ran scalar, 6.7x slower than over words
+int16. An exp/div chain over interleaved halves then ran scalar, several times slower than over words
 (docs/COMPILE.md). So where vectorization matters (`arithmetic=True`, the CPU default) the conversions use
 only int32 and float32 operations. They are exact (the tests compare all 65536 half values in both halves
 and 1.2 million float32 bit patterns with PyTorch's conversions), subnormals, infinities and NaN included,
@@ -16,11 +16,10 @@ no such limits: elsewhere int16 bitcasts do the same in fewer instructions.
 
 The word decoding costs about a dozen vector operations and one bit cast per part (Inductor's vector code
 has no bit cast: it stores the vector, casts element by element and reloads; the obvious form took four per
-part, and generated complex32 angle at 1M elements ran at 0.91x complex64, 1.87x with one), which only pays
-where the formula itself is vectorized work. A kernel of one
-cheap op (complex32 abs) runs faster as the scalar loop `read_as_halves()` gives: two strided float16 loads
-and one hardware conversion each (1M elements: 0.82 ms against 3.3 ms over words; generated CPU kernels use
-it per op, cpu_kernels/table.py).
+part, and cost a kernel like complex32 angle its lead over complex64), which only pays where the formula
+itself is vectorized work. A kernel of one cheap op (complex32 abs) runs faster as the scalar loop
+`read_as_halves()` gives: two strided float16 loads and one hardware conversion each (generated CPU kernels
+choose per op, cpu_kernels/table.py).
 """
 
 from __future__ import annotations

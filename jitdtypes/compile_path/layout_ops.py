@@ -6,14 +6,13 @@ Read as 32-bit words instead (compile_path/bits.py, the default), every fused ke
 about fifteen integer operations and three bit casts per part. With planes a graph reads each input once into
 planes (`to_planes`, a kernel of its own that Inductor cannot fuse into its consumers, so they stay
 vectorized) and writes each result from planes (`from_planes`). Inductor could split the halves itself only
-with a transposed tile (0.77 ms per 1M-element input) or a scalar int16 loop that drags its consumers into
+with a transposed tile (slow) or a scalar int16 loop that drags its consumers into
 scalar code too; these ops run the guard library's AVX2 shuffles (native_guard/planes.h), or ATen's integer
 casts where that library is not loaded.
 
 Words stay the default: on the 2-core machine this was measured on, the two extra passes over memory cost
-what the cheaper loads save (planes/words 0.89-1.07 over single ops and chains of 256x4096 elements, in both
-dtypes), and each op adds a Python custom-op call (about 30 us) that small tensors would feel, and that an
-AOTInductor package has to run through Python. Measurements: docs/COMPILE.md, `python -m benchmarks.compile`.
+what the cheaper loads save (single ops and chains, both dtypes), and each op adds a Python custom-op call that
+small tensors would feel, and that an AOTInductor package has to run through Python. Measurements: docs/COMPILE.md, `python -m benchmarks.compile`.
 `JITDTYPES_PLANAR_STORAGE=complex32,bcomplex32` (or `planar_storage`) holds those dtypes as planes.
 """
 

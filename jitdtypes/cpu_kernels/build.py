@@ -23,9 +23,9 @@ from jitdtypes.compile_path import bits, decompositions, planar
 
 
 # Inductor splits a loop over the CPU's threads only where the example's length says there is work enough
-# (cpp.decide_parallel_depth): exported over 64 elements, every package ran on one thread. complex32 exp at 1M
-# elements: 2.07 ms on one, 1.16 ms on both cores; at 8 elements the guard's call costs the same either way
-# (2.6 us), so one package serves every size. table.SERIAL ones keep the short example.
+# (cpp.decide_parallel_depth): exported over 64 elements, every package ran on one thread, which halves a large
+# call's speed on two cores; a small call costs the same either way, so one package serves every size.
+# table.SERIAL ones keep the short example.
 EXAMPLE_LENGTH, SERIAL_EXAMPLE_LENGTH = 1 << 16, 64
 
 
@@ -57,9 +57,8 @@ def _is_column(lanes: torch.Tensor) -> bool:
 
 class LanesKernel(Kernel):
     """The real op on the parts as one flat tensor (table.LANES): float32 arithmetic, one rounding. A column
-    operand's two lanes spread along its row by parity, which keeps the row's loads contiguous (complex32
-    x + w with w of one element per row of 64, 1M elements: 168 us, against 504 us over words; the package run
-    directly, 20th percentile of 60 calls)."""
+    operand's two lanes spread along its row by parity, which keeps the row's loads contiguous (and vectorized,
+    where words of a column operand are not)."""
 
     def result(self, *tensors):
         part = dtypes.part_dtype(self.dtype)

@@ -6,14 +6,8 @@ ATen's complex kernels are mostly scalar code, so that costs more than complex64
 storage read as words, which Inductor's C++ backend vectorizes. Here one op at a time is exported over
 flattened inputs with a symbolic length (a reduction over dims, or a binary op with a broadcast operand: one
 model per layout, every size symbolic) and compiled by AOTInductor into a package (.pt2), so one kernel serves
-every size and shape; a package loads without Dynamo or Inductor (2.6 ms) and runs from C++.
-Measured for `exp` on 1-D complex32, idle 2-core machine, fastest of 20 calls (the package against the
-upcast path, then complex64):
-
-    elements      8        4096      65536     1M        4M
-    generated     2.9 us   14 us     155 us    2.5 ms    10.2 ms
-    upcast        4.6 us   119 us    1.10 ms   20.0 ms   105 ms
-    complex64     1.6 us   69 us     1.00 ms   18.8 ms   88 ms
+every size and shape; a package loads without Dynamo or Inductor and runs from C++. How it compares with the
+upcast path and complex64 per op and size: `python -m benchmarks.cpu_eager` (docs/PERFORMANCE.md).
 
 Tiers, so that nobody waits: the first call of an (op, dtype) goes to the Python router (as always), which
 asks for the kernel (`first_need`). A package in the cache is installed at once; otherwise one is built in a
@@ -242,7 +236,7 @@ def _packages(overload: str, dtype: torch.dtype, retry: bool = False) -> list[st
 def _package(overload: str, dtype: torch.dtype, into: bool = False, retry: bool = False) -> str:
     """The cached package's path, built first (in a child process) if the cache lacks it: the store's check,
     lock, check. A failed build is remembered for its key (torch build and build source included), so that every
-    later process does not spend the build's 10-30 s of CPU again; unless `retry`, it raises at once."""
+    later process does not spend the build's compiler time again; unless `retry`, it raises at once."""
     described = {"overload": functional(overload), "dtype": dtypes.NAMES[dtype], "into": into,
                  "torch": torch.__version__, "device": "cpu"}
 

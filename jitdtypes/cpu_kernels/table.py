@@ -96,17 +96,15 @@ def writes_into(overload: str) -> bool:
 
 # How a kernel reads the 16-bit storage (compile_path/bits.py has the default, WORDS, and its cost).
 # LANES: ops that compute each part from the same part of their inputs are their real op on the interleaved
-# parts as one flat float16/bfloat16 tensor: contiguous loads Inductor vectorizes with the CPU's conversions
-# (complex32 add at 1M elements: 0.12 ms, against 0.52 ms over words and 0.23 ms for complex64).
-# HALVES: a scalar loop of float16 loads (bits.read_as_halves), for a cheap formula (complex32 abs at 1M:
-# 0.82 ms, against 3.3 ms over words and 1.7 ms for complex64).
+# parts as one flat float16/bfloat16 tensor: contiguous loads Inductor vectorizes with the CPU's conversions.
+# HALVES: a scalar loop of float16 loads (bits.read_as_halves), for a cheap formula (complex32 abs), where the
+# words' decoding would cost more than the formula.
 # PAIRS: for complex32 ops that read both parts of an element and compute little, each lane of the flat
-# parts takes its element's other part from its neighbour and runs the op's formula (build.PairsKernel):
-# complex32 mul at 1M elements 227 us, against 757 us over words and 180 us for complex64 (one process,
-# compiled, 20th percentile of 60 calls); its package: flat 237 us, a broadcast row of 64 305 us, a column
-# 284 us (363 over words). bcomplex32's words cost a shift per part, so its mul keeps them (126 us, pairs
-# 235 us). A compute-bound formula would run twice per element: exp, div keep the words. LANES and PAIRS
-# packages spread a column operand (one element per row) along its row by parity (build.LanesKernel).
+# parts takes its element's other part from its neighbour and runs the op's formula (build.PairsKernel): the
+# formula runs twice, on vectorized loads, instead of once on words decoded element by element. bcomplex32's
+# words cost only a shift per part, so its mul keeps them, and a compute-bound formula (exp, div) keeps them
+# too. LANES and PAIRS packages spread a column operand (one element per row) along its row by parity
+# (build.LanesKernel). Each choice was measured against words and complex64: `python -m benchmarks.cpu_eager`.
 WORDS, LANES, HALVES, PAIRS = "words", "lanes", "halves", "pairs"
 AS_LANES = frozenset({LANES, PAIRS})  # the package's tensors are float16/bfloat16 lanes
 _LANES = frozenset({"aten::add.Tensor", "aten::sub.Tensor", "aten::neg"})
@@ -115,8 +113,8 @@ _HALVES = frozenset({("aten::abs", "complex32")})
 
 
 # Full reductions compiled for one thread (build.py), by op name: where Inductor's split of a full reduction
-# over the threads measured slower (bcomplex32 sum, one thread against both, us: 61/136 at 1M elements, 256/524
-# at 4M; complex32 sum gains from both: 202/136 and 775/718).
+# over the threads measured slower (bcomplex32 sum is memory-bound enough that the split only adds its
+# combining pass; complex32 sum, which decodes more per element, gains from both cores).
 SERIAL = frozenset({("aten::sum", "bcomplex32")})
 
 
@@ -125,9 +123,9 @@ def serial(overload: str, dtype_name: str) -> bool:
 
 
 # A sum or mean over leading or middle dims is that reduction of each part: over the lanes, whose reduced dims
-# are the same and whose kept last dim is twice as long, contiguous (bcomplex32 sum(0) of 16384 x 64 elements:
-# 253 us over words, whose bit casts Inductor's vector code does element by element, against 170 us for
-# complex64). Reductions along the last dim (rows, whole) keep the words: their lanes would alternate parts.
+# are the same and whose kept last dim is twice as long, contiguous (over words, Inductor's vector code does the
+# bit casts element by element). Reductions along the last dim (rows, whole) keep the words: their lanes would
+# alternate parts.
 _LANES_MODELS = frozenset({"columns", "middle"})
 # A variance adds both parts' variances, which lanes would keep apart: words in every model.
 _PARTS_ADDED = frozenset({"aten::var.correction", "aten::std.correction"})
@@ -145,13 +143,9 @@ def reads(overload: str, dtype_name: str, model: str = "model") -> str:
 
 # Ops PyTorch serves itself for a 16-bit complex dtype on CPU, but more slowly than the generated kernel once
 # the tensor is large enough (ATen's ComplexHalf loops are scalar code, its full sums accumulate one element at
-# a time); their in-place and out= forms with them (complex32 x.add_(w) at 1M elements: PyTorch's kernel 0.14x
-# complex64's speed). complex32 mul joined once the word decoding took one bit cast per part (bits.py): at 4K,
-# 64K, 1M and 4M elements the generated kernel took 9.7/62/970/8479 us against PyTorch's 10.5/87/1818/15973
-# (with four, 92/1354/5662 us against 79/1213/6088 from 64K). complex32 addcmul at 1K, 4K, 64K, 1M: 6.4/10/77/
-# 1220 us against PyTorch's 7.9/27/262/4244 (bcomplex32, upcast: 9.0/11/30/333 against 9.8/15/85/19126).
-# var of 1M elements, all / rows of 64 / columns (us): complex32 757/746/687 against PyTorch's 6236/9280/6442,
-# bcomplex32 475/266/270 against 6029/8837/6055 (its calls that raise in ATen included: conj_cpu is missing).
+# a time); their in-place and out= forms with them. Each op joined once the generated kernel measured faster
+# than PyTorch's from the size the provider serves on (`python -m benchmarks.cpu_eager`); bcomplex32 var also
+# covers calls that raise in ATen (conj_cpu is missing).
 OVERRIDDEN = frozenset({"aten::sum", "aten::abs", "aten::add.Tensor", "aten::sub.Tensor", "aten::mul.Tensor",
                         "aten::addcmul", "aten::var.correction", "aten::std.correction",
                         "aten::add_.Tensor", "aten::sub_.Tensor", "aten::mul_.Tensor",

@@ -99,7 +99,7 @@ class _Worker:
         self.progress.write_text("")
         device_type, overrides, bypass = self.command
         # One intra-op thread: probes use tiny tensors, and workers side by side each running a full OpenMP
-        # team oversubscribe the cores (2 workers on 2 cores: CPU discovery 50 s instead of 20 s).
+        # team oversubscribe the cores (2 workers on 2 cores took more than twice as long).
         env = dict(os.environ, JITDTYPES_DISABLE="1", JITDTYPES_CPU_BACKEND="upcast", JITDTYPES_CPU_KERNELS="off",
                    PYTHONWARNINGS="ignore",
                    OMP_NUM_THREADS="1")

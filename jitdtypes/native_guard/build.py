@@ -4,8 +4,8 @@ Key = cache_key(GUARD, guard.cpp and its headers, {format, torch version and git
 torch's directory}); the store's check, lock, check again, a build in its private workspace, put in place
 (cache_tools/store.py). Without a usable compiler or cache the caller falls back.
 
-A failed build is remembered for its key and compiler (the store's `<key>.failed.json`): a failed compile took
-17-21 s on 2 cores and was repeated on every import. `ensure(retry=True)` (`jitdtypes warm`) builds again, and
+A failed build is remembered for its key and compiler (the store's `<key>.failed.json`): a failed compile costs
+as much as a build and was repeated on every import. `ensure(retry=True)` (`jitdtypes warm`) builds again, and
 so does the next import once `jitdtypes cache clean --stale` removed the record or another compiler is chosen.
 """
 

@@ -1,6 +1,6 @@
 // The upcast path's conversions at memory speed: 16-bit complex <-> complex64. ATen converts
-// c10::complex<Half> and c10::complex<BFloat16> one scalar at a time (4x slower than its own vectorized Half <-> float
-// in cache: 37 us against 9 us for 64K elements), and every upcast call converts its inputs and results. Here a
+// c10::complex<Half> and c10::complex<BFloat16> one scalar at a time (several times slower than its own vectorized
+// Half <-> float), and every upcast call converts its inputs and results. Here a
 // 16-bit complex tensor is 2n 16-bit words read as reals, converted with AVX2/F16C where the CPU has them, over
 // at::parallel_for like ATen's copies. Real Half/BFloat16 <-> float32 stay ATen's: those are vectorized there.
 //
@@ -39,7 +39,7 @@ struct Kernels {
 
 // -- portable -------------------------------------------------------------------------------------------------
 // c10's own scalar conversions, compiled here without CPU features. Not vectorized by the compiler (ATen's own
-// scalar copy is faster: 45 us against 129 us for 64K complex32 under its DEFAULT capability), so taken only
+// scalar copy is faster under its DEFAULT capability), so taken only
 // on request: the fallback the tests check bit for bit, where no CPU feature is needed.
 
 inline uint16_t f16c_nan(uint32_t bits) {  // what vcvtps2ph makes of a float NaN
@@ -151,9 +151,9 @@ inline bool cpu_has_vector_kernels() {
 // Without the vector kernels ATen's own copy, which the portable kernel does not beat.
 inline Mode best_mode() { return cpu_has_vector_kernels() && aten_uses_f16c() ? Mode::Vector : Mode::Aten; }
 
-// ATen's copy by default: on an idle 2-core machine (benchmarks/cpu_eager.py, 4M elements, 9 rounds) the vector
-// kernels lost end to end, where each call writes a fresh buffer: x.to(complex64) 21.0 ms against ATen's 16.3,
-// x.sum() 22.3 against 18.8 (complex32), although they convert 4-5x faster into an existing buffer.
+// ATen's copy by default: on an idle 2-core machine (benchmarks/cpu_eager.py) the vector kernels lost end to end,
+// where each call writes a fresh buffer (x.to(complex64), x.sum()), although they convert several times faster into
+// an existing buffer.
 inline Mode initial_mode() {
   const char* requested = std::getenv("JITDTYPES_CONVERSION");
   const std::string value = requested == nullptr ? "" : requested;

@@ -9,9 +9,9 @@
 // 16-bit complex words to planes of parts and back, for compiled planar regions on CPU.
 //
 // Two forms. A typed guard has the operator's unboxed C++ signature, so the dispatcher calls it directly and
-// it calls the original's unboxed kernel: about 0.02 us. Signatures it knows are listed in typed_signatures.h;
+// it calls the original's unboxed kernel, never leaving C++. Signatures it knows are listed in typed_signatures.h;
 // every other operator gets the boxed guard, which scans the argument stack and costs the dispatcher's boxing
-// and unboxing on top (about 0.2 us).
+// and unboxing on top.
 //
 // Loaded with ctypes: a plain C interface, no Python headers, so one build serves every Python version.
 

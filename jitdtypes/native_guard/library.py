@@ -308,7 +308,7 @@ def resolve(choice: str | None = None, retry: bool = False, wait: bool = True) -
         build.build_detached()
         _why_python.append("the compiled guard is being built in the background, for the next import")
         log.warning("jitdtypes: building the compiled dispatch guard in the background (about 20 s), for the next "
-                    "import; this process uses the Python guard (about +1.6 us per call of an overridden op)")
+                    "import; this process uses the Python guard (slower per call of an overridden op)")
         return PYTHON
     try:
         load(retry)
@@ -320,7 +320,7 @@ def resolve(choice: str | None = None, retry: bool = False, wait: bool = True) -
         _why_python.append(f"the compiled guard is not available: {reason}")
         if not _fallback_warned:
             _fallback_warned = True
-            log.warning("jitdtypes: using the Python dispatch guard (about +1.6 us per call of an overridden op "
+            log.warning("jitdtypes: using the Python dispatch guard (slower per call of an overridden op "
                         "in any dtype), since the compiled one is not available: %s", reason)
         return PYTHON
 

@@ -10,8 +10,8 @@
 //   2.14           whether a dtype is bcomplex32            ScalarType::BComplex32
 //   2.9 - 2.13     the same                                 none is (no such dtype)
 //
-// A guard calls the kernels on either side of it unboxed (about 0.02 us, against about 0.2 us through
-// callBoxed), so it needs the KernelFunction that a SafeKernelFunction wraps. Before 2.14 no accessor exposes
+// A guard calls the kernels on either side of it unboxed (callBoxed would box every argument of every call),
+// so it needs the KernelFunction that a SafeKernelFunction wraps. Before 2.14 no accessor exposes
 // it. An explicit template instantiation may name a private member ([temp.spec.general]/6 waives access
 // checking there): `Expose` takes the member pointer that way, once, for the versions without the accessor.
 // The copy a SafeKernelFunction holds is taken when the kernel is captured and lives as long as the guard, as

@@ -1,6 +1,6 @@
 // The unboxed C++ signatures the compiled guard can take, keyed by schema (see guard.cpp). Listed: every
 // signature of an operator jitdtypes overrides on CPU with torch 2.14 (an operator whose signature is not
-// here, e.g. one only CUDA lacks, gets the boxed guard). Each entry costs about 0.07 s of build time.
+// here, e.g. one only CUDA lacks, gets the boxed guard). Each entry adds to the build's compile time.
 //
 // key: the schema's argument and return types as c10 spells them ("!" marks a written tensor). Several
 // C++ signatures can share a key (Tensor[] is ITensorListRef for cat, TensorList elsewhere): they are tried
