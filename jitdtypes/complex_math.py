@@ -1,9 +1,15 @@
 """Complex arithmetic on planar parts: each function takes and returns (re, im) pairs of real tensors.
 
+One library with kernels_templates/complex_math.py and complex_inverse.py, the same formulas as Triton functions
+(cexp there is exp here, and so on; tests/test_complex_math_parity.py runs both on the same values): the same
+branches, cut-offs, scaling and special-value rules. What differs is the real functions underneath, each side
+taking what is fast and accurate where it runs: here torch's sin, cos, atan2 and hypot, and expm1 and log1p
+written from exp and log (below); there polynomials. Special values follow C99's Annex G as glibc computes them,
+which is what c10::complex and so eager's complex64 kernels give, except where a docstring names eager's own.
+
 `im` may be None for a real operand (a float tensor or Python number next to a complex one), which keeps
-mixed real/complex arithmetic as cheap as real arithmetic. The formulas follow c10::complex and libstdc++
-(ATen's complex64 kernels, which eager jitdtypes rounds from), including their special cases where a naive
-formula would overflow or turn an exact zero into NaN; they run in float32 inside fused kernels.
+mixed real/complex arithmetic as cheap as real arithmetic. The functions run in float32 inside fused kernels,
+as `torch.where` on the rare inputs that need a case of their own, so that a chain stays one kernel.
 """
 
 from __future__ import annotations
@@ -12,14 +18,40 @@ import math
 
 import torch
 
-_LN2, _LN10 = math.log(2.0), math.log(10.0)
-_LN2_HIGH = 2839 / 4096  # ln 2 to 12 bits
-_EXP_OF_MINUS_LN2_LOW = math.exp(_LN2_HIGH - _LN2)
+_LN2 = math.log(2.0)
+_INV_LN2, _INV_LN10 = 1.0 / math.log(2.0), 1.0 / math.log(10.0)
+# Parts above this are scaled by 1/4 where a formula adds two of them or their products (|x| + |z|, |z| itself,
+# Smith's c + d r, the products of two roots in the inverse functions).
+HUGE = 1e38
+# tanh z is sign(x) + 4i sin y cos y e^-2|x| to float32 precision past |x| = 9.1, where 2 e^-2|x| is below half
+# an ulp of 1 (2^-25).
+TANH_LARGE = 9.1
+# atanh's squares past 2^60 (whose squares' sum could overflow) are taken of values scaled by 2^-66.
+SQUARES_LARGE, SQUARES_SCALE = 2.0**60, 2.0**-66
+# sinh and cosh past |x| = 88 (e^88 < 3.4e38 < e^89): e^|x| / 2 applied in two halves of e^(|x| / 2), so that
+# sinh(x) cos(y) stays finite where e^|x| overflows.
+SINH_LARGE = 88.0
 
 
 def imag_or_zero(im):
     """The imaginary part, 0 for a real operand."""
     return 0.0 if im is None else im
+
+
+def is_inf(t: torch.Tensor) -> torch.Tensor:
+    """t.isinf(), as Inductor's C++ backend vectorizes it: its isinf is a scalar std::isinf loop inside vector
+    code, a compare of |t| is one vector op."""
+    return t.abs() == math.inf
+
+
+def is_finite(t: torch.Tensor) -> torch.Tensor:
+    """t.isfinite() in two vector ops (t - t is 0 exactly for finite t, NaN for inf and NaN): Inductor's C++
+    backend builds isfinite from isnan and an isinf compare, five ops."""
+    return (t - t) == 0
+
+
+def _tensor(value, like: torch.Tensor) -> torch.Tensor:
+    return value if isinstance(value, torch.Tensor) else torch.full_like(like, value)
 
 
 # -- arithmetic -----------------------------------------------------------------------------------------------
@@ -43,6 +75,8 @@ def conj(x):
 
 
 def mul(x, y):
+    """The textbook product, as c10::complex and eager compute it: Annex G's recovery of infinities from
+    inf * 0 = NaN terms (C's _Cmulsc3) is not done."""
     (a, b), (c, d) = x, y
     if b is None and d is None:
         return a * c, None
@@ -53,57 +87,51 @@ def mul(x, y):
     return a * c - b * d, a * d + b * c
 
 
-def div(x, y):
-    """c10::complex division: Smith's scaling (no overflow from |y|^2), and x/0 gives inf or NaN per part.
+def _smith(a, b, c, d, scale=1.0):
+    """(a + bi) / (c + di) by Smith's algorithm, c10::complex's branches with the operands chosen first: divide
+    through by the larger part of the divisor, so no square is formed; each step runs once instead of once per
+    branch. `scale` multiplies the quotient (div's undoing of its scaling). A zero divisor gives a / |0| per part
+    as in c10 (x * inf, without a division): 1 / (-0 + 0i) is inf + i NaN; a divisor below 3e-39, whose inverse
+    overflows, gives inf or NaN, as in c10."""
+    c_wins = c.abs() >= d.abs()
+    larger, smaller = torch.where(c_wins, c, d), torch.where(c_wins, d, c)
+    ratio = smaller / larger
+    factor = scale / (larger + smaller * ratio)
+    # c wins: re (a + b r) f, im (b - a r) f; d wins: re (a r + b) f, im (b r - a) f
+    u, v = torch.where(c_wins, a, b), torch.where(c_wins, b, a)
+    u_ratio = u * ratio
+    re = (u + v * ratio) * factor
+    im = torch.where(c_wins, v - u_ratio, u_ratio - v) * factor
+    zero = c_wins & (larger == 0)
+    return torch.where(zero, a * math.inf, re), torch.where(zero, b * math.inf, im)
 
-    Bit for bit c10's two branches, but the operands are chosen before the arithmetic, so each step runs once
-    instead of once per branch (two divisions fewer; a bcomplex32 exp/div chain over 256x4096 elements 6%
-    faster), and x/0 is x * inf, which c10's x / |0| is, without a division."""
+
+def div(x, y):
+    """Smith's division (_smith), with each operand whose larger part passes HUGE scaled by 1/4 first, so that
+    the sums c + d r and a + b r stay finite: bfloat16 parts reach 3.4e38, where c10's division gives inf, NaN or
+    0 for quotients of ordinary size ((3e38 + 3e38i) / (3e38 - 1e38i) is 0.6 + 1.2i)."""
     (a, b), (c, d) = x, y
     if d is None:
         return a / c, (None if b is None else b / c)
     like = a if isinstance(a, torch.Tensor) else c if isinstance(c, torch.Tensor) else d
     a, b, c, d = (_tensor(v, like) for v in (a, imag_or_zero(b), c, d))
-    c_wins = c.abs() >= d.abs()
-    larger, smaller = torch.where(c_wins, c, d), torch.where(c_wins, d, c)
-    ratio = smaller / larger
-    scale = 1.0 / (larger + smaller * ratio)
-    # c wins: re (a + b r) s, im (b - a r) s; d wins: re (a r + b) s, im (b r - a) s
-    u, v = torch.where(c_wins, a, b), torch.where(c_wins, b, a)
-    u_ratio = u * ratio
-    re = (u + v * ratio) * scale
-    im = torch.where(c_wins, v - u_ratio, u_ratio - v) * scale
-    both_zero = (c == 0) & (d == 0)  # c10 divides by |c| and |d| there: 1 / (-0 + 0i) is inf + i NaN
-    return torch.where(both_zero, a * math.inf, re), torch.where(both_zero, b * math.inf, im)
-
-
-def is_inf(t: torch.Tensor) -> torch.Tensor:
-    """t.isinf(), as Inductor's C++ backend vectorizes it: its isinf is a scalar std::isinf loop inside vector
-    code (about a fifth of an exp/div chain's kernel time, 256x4096 complex32), a compare of |t| is one vector op."""
-    return t.abs() == math.inf
-
-
-def is_finite(t: torch.Tensor) -> torch.Tensor:
-    """t.isfinite() in two vector ops (t - t is 0 exactly for finite t, NaN for inf and NaN): Inductor's C++
-    backend builds isfinite from isnan and an isinf compare, five ops."""
-    return (t - t) == 0
-
-
-def _tensor(value, like: torch.Tensor) -> torch.Tensor:
-    return value if isinstance(value, torch.Tensor) else torch.full_like(like, value)
+    a_scale = torch.where(torch.maximum(a.abs(), b.abs()) > HUGE, 0.25, 1.0)
+    b_scale = torch.where(torch.maximum(c.abs(), d.abs()) > HUGE, 0.25, 1.0)
+    return _smith(a * a_scale, b * a_scale, c * b_scale, d * b_scale, b_scale / a_scale)
 
 
 def reciprocal(x):
+    """1 / z: Smith's division of 1 + 0i, unscaled as in c10: where |z| passes 1.7e38 the result, below 6e-39,
+    is 0 (as eager gives) rather than that subnormal."""
     a, b = x
-    return div((torch.ones_like(a), None), (a, b))
+    return _smith(torch.ones_like(a), torch.zeros_like(a), a, b)
 
 
 # -- real functions, from those Inductor's C++ backend vectorizes fast on every torch -----------------------------
 # On torch 2.14 (not 2.11) Inductor's C++ code runs float32 expm1 and log1p through Sleef calls about 40x slower
-# than its exp and log (1M elements on 2 cores: expm1 5.7 ms, log1p 5.2 ms, exp 0.12 ms, log 0.17 ms; 2.11:
-# 0.13 and 0.27 ms), and sinh and cosh as scalar std::sinh/std::cosh loops (9.0 and 3.9 ms; 2.11: 0.46, 0.44 ms).
-# Written with exp, log and polynomials instead, they stay within 3 float32 ulps of the exact values, far below a
-# 16-bit result's rounding.
+# than its exp and log, and sinh and cosh as scalar std::sinh/std::cosh loops. Written with exp, log and
+# polynomials instead, they stay within 3 float32 ulps of the exact values, far below a 16-bit result's rounding.
+# The Triton library has its own (polynomials there, where a log near 1 is not accurate on every target).
 
 
 def real_expm1(x: torch.Tensor) -> torch.Tensor:
@@ -122,32 +150,41 @@ def real_log1p(x: torch.Tensor) -> torch.Tensor:
     return torch.where(u_minus_one == 0, x, torch.where(is_inf(u) | (u == 0), log_u, log_u * (x / u_minus_one)))
 
 
-def real_sinh_cosh(a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(sinh a, cosh a): e^|a|/2 is e^(|a| - ln 2) past |a| = 88, where e^|a| overflows float32 and cosh does not
-    yet (up to 89.4); below |a| = 1 sinh is its Taylor series to a^11 (the next term is under 2^-32 of it), free
-    of the cancellation in e^|a|/2 - e^-|a|/2; a zero keeps its sign."""
-    size = a.abs()
-    # e^|a| / 2; past 88 as e^(|a| - ln 2): |a| minus ln 2's leading 12 bits is exact, the rest a factor
-    half_exp = torch.where(size < 88.0, 0.5 * torch.exp(size), torch.exp(size - _LN2_HIGH) * _EXP_OF_MINUS_LN2_LOW)
-    half_exp_of_minus = 0.25 / half_exp  # e^-|a| / 2
-    square = a * a
-    series = a * (1.0 + square * (1 / 6 + square * (1 / 120 + square * (1 / 5040 + square * (1 / 362880
-                                                                                        + square / 39916800)))))
-    sinh_of_size = half_exp - half_exp_of_minus
-    sinh = torch.where(size < 1.0, series, torch.where(a < 0, -sinh_of_size, sinh_of_size))
-    return sinh, half_exp + half_exp_of_minus
+def _sinh(t: torch.Tensor):
+    """(sinh t, e^|t|, e^-|t|): (e^|t| - e^-|t|) / 2 signed like t, and below |t| = 1, where that cancels, the
+    Taylor series to t^11 (the next term is under 2^-32 of it)."""
+    size = t.abs()
+    e = torch.exp(size)
+    inverse = 1.0 / e
+    s = t * t
+    series = t * (1.0 + s * (0.16666666666666666 + s * (0.008333333333333333 + s * (
+        0.0001984126984126984 + s * (2.7557319223985893e-06 + s * 2.505210838544172e-08)))))
+    return torch.where(size < 1.0, series, torch.copysign(0.5 * (e - inverse), t)), e, inverse
 
 
-# -- exponentials and logarithms ------------------------------------------------------------------------------
+def _sinh_cosh_times(t, a, b):
+    """(sinh(t) a, cosh(t) b), finite wherever the products are: past |t| = SINH_LARGE e^|t| / 2 is applied in
+    two halves of e^(|t|/2)."""
+    sinh_t, e, inverse = _sinh(t)
+    half = torch.exp(0.5 * t.abs())
+    large = t.abs() > SINH_LARGE
+    sinh_a = torch.where(large, (torch.copysign(torch.full_like(t, 0.5), t) * half * a) * half, sinh_t * a)
+    cosh_b = torch.where(large, (0.5 * half * b) * half, 0.5 * (e + inverse) * b)
+    return sinh_a, cosh_b
+
+
+# -- exponentials, logarithms, roots, powers ----------------------------------------------------------------------
 
 
 def exp(x):
+    """e^x cis(y) with e^x applied in two halves of e^(x/2), so that e^x cos(y) stays finite where e^x alone
+    overflows (x in 88.7 .. 89.4, or a small cos y). Annex G: exp of a real number is real (exp(inf + 0i) =
+    inf + 0i), exp(+inf + i nonfinite) = inf + i NaN, exp(-inf + i nonfinite) = 0 + 0i."""
     a, b = x
-    scale = torch.exp(a)
-    re, im = scale * torch.cos(b), torch.where(b == 0, b, scale * torch.sin(b))  # exp(inf + 0i) = inf + 0i
-    # Annex G (glibc's cexpf): exp(+inf + i nonfinite) = inf + i NaN, exp(-inf + i nonfinite) = 0 + 0i, not NaN
+    half = torch.exp(0.5 * a)
+    re, im = (half * torch.cos(b)) * half, torch.where(b == 0, b, (half * torch.sin(b)) * half)
     infinite_re = is_inf(a) & ~is_finite(b)
-    return (torch.where(infinite_re, scale, re),
+    return (torch.where(infinite_re, half, re),
             torch.where(infinite_re, torch.where(a > 0, b - b, torch.zeros_like(b)), im))
 
 
@@ -157,65 +194,74 @@ def exp2(x):
 
 
 def expm1(x):
-    """exp(z) - 1 without cancellation near 0: re = expm1(a) cos b - 2 sin^2(b/2). c10::complex's expm1 has no
-    real-axis special case: expm1(inf + 0i) is inf + i NaN there (inf * sin 0), and so it is here."""
+    """exp(z) - 1 without cancellation near 0: re = expm1(x) cos y - 2 sin^2(y/2), im = e^x sin y, c10::complex's
+    formula. It has no real-axis case: expm1(inf + 0i) is inf + i NaN (inf * sin 0), and so it is here."""
     a, b = x
     half_sin = torch.sin(b * 0.5)
-    re = real_expm1(a) * torch.cos(b) - 2.0 * half_sin * half_sin
-    return re, torch.exp(a) * torch.sin(b)
+    return real_expm1(a) * torch.cos(b) - 2.0 * half_sin * half_sin, torch.exp(a) * torch.sin(b)
+
+
+def _log_magnitude(a, b):
+    """log|a + bi| without forming |z|^2: log m + log1p((n/m)^2) / 2 with m, n the larger and smaller part, and
+    near |z| = 1, where that cancels, log1p((m - 1)(m + 1) + n^2) / 2 (exact products for 16-bit inputs): one
+    log1p either way. log(inf + i NaN) = inf (Annex G): an infinite part makes m inf and the log1p term 0."""
+    infinite = is_inf(a) | is_inf(b)
+    big = torch.where(infinite, math.inf, torch.maximum(a.abs(), b.abs()))
+    small = torch.minimum(a.abs(), b.abs())
+    ratio = small / torch.where(big == 0, 1.0, big)
+    near = (big > 0.5) & (big < 2.0)
+    t = torch.where(near, (big - 1.0) * (big + 1.0) + small * small, torch.where(infinite, 0.0, ratio * ratio))
+    return 0.5 * real_log1p(t) + torch.where(near, 0.0, torch.log(big))
 
 
 def log(x):
     a, b = x
-    size = torch.hypot(a, b)
-    # |z| past float32's range (bfloat16 parts near 3e38): log |z/2| + log 2, as clogf scales
-    overflows = is_inf(size) & is_finite(a) & is_finite(b)
-    re = torch.where(overflows, torch.log(torch.hypot(a * 0.5, b * 0.5)) + _LN2, torch.log(size))
-    # near |z| = 1, log |z| = log1p(x^2 + y^2 - 1) / 2 with x >= y, as clogf: log(1 + 1e-7i) is 5e-15, not 0
-    big, small = torch.maximum(a.abs(), b.abs()), torch.minimum(a.abs(), b.abs())
-    near_one = (size > 0.5) & (size < 2.0)
-    re = torch.where(near_one, 0.5 * real_log1p((big - 1.0) * (big + 1.0) + small * small), re)
-    return re, torch.atan2(b, a)
+    return _log_magnitude(a, b), torch.atan2(b, a)
 
 
 def log2(x):
     re, im = log(x)
-    return re / _LN2, im / _LN2
+    return re * _INV_LN2, im * _INV_LN2
 
 
 def log10(x):
     re, im = log(x)
-    return re / _LN10, im / _LN10
+    return re * _INV_LN10, im * _INV_LN10
 
 
 def log1p(x):
-    """c10::complex's CPU log1p (numpy's): u = 1 + z; z where u == 1, else log(u) * z / (u - 1), which undoes
-    the rounding of 1 + z (the factor is 1 where u - 1 == z)."""
+    """c10::complex's CPU log1p (numpy's), so that it gives eager's values: u = 1 + z; z where u == 1, else
+    log(u) z / (u - 1), which undoes the rounding of 1 + z (the factor is 1 where u - 1 == z). Its division is
+    c10's, unscaled. Eager's values include NaN where the exact result is not (log1p(1e-39 + inf i), and a
+    divisor part below 3e-39, where 1 / (u - 1) overflows)."""
     a, b = x
     u_re = 1.0 + a
     shifted = u_re - 1.0
     log_u = log((u_re, b))
-    corrected = mul(log_u, div((a, b), (shifted, b)))
+    quotient = _smith(a, b, shifted, b)
+    corrected = mul(log_u, quotient)
     unchanged, exact = (u_re == 1.0) & (b == 0), (shifted == a) & (b == b)  # complex ==: NaN is unequal
     return tuple(torch.where(unchanged, part, torch.where(exact, log_part, corrected_part))
                  for part, log_part, corrected_part in zip((a, b), log_u, corrected))
 
 
 def sqrt(x):
-    """Principal square root with the branch cut on the negative reals, the sign of im kept (-4 - 0i -> -2i)."""
+    """Kahan's: t = sqrt((|x| + |z|) / 2) never cancels and the other part is y / 2t; principal root with the
+    branch cut on the negative reals, the sign of im kept (-4 - 0i -> -2i). Parts past HUGE are scaled by 1/4
+    (sqrt z = 2 sqrt(z/4)) so that |x| + |z| stays finite. Annex G: sqrt(x + i inf) = inf + i inf for every x."""
     a, b = x
-    t = torch.sqrt(0.5 * a.abs() + 0.5 * torch.hypot(a, b))
-    # (|a| + |z|) / 2 past float32's range (bfloat16 parts near 3e38): sqrt(2) sqrt((|a| + |z|) / 4)
-    overflows = is_inf(t) & is_finite(a) & is_finite(b)
-    t = torch.where(overflows, math.sqrt(2.0) * torch.sqrt(0.25 * a.abs() + torch.hypot(a * 0.25, b * 0.25)), t)
-    safe_t = torch.where(t == 0, torch.ones_like(t), t)
-    right_half = a >= 0
-    re = torch.where(right_half, t, b.abs() / (2.0 * safe_t))
-    im = torch.where(right_half, b / (2.0 * safe_t), torch.copysign(t, b))
-    re, im = torch.where(t == 0, t, re), torch.where(t == 0, b, im)
-    # sqrt(x + i inf) = inf + i inf for every x, NaN included (Annex G; b / 2t would be inf / inf)
+    big = torch.maximum(a.abs(), b.abs()) > HUGE
+    scale = torch.where(big, 0.25, 1.0)
+    c, d = a * scale, b * scale
+    # Annex G's inf + i inf for an infinite y, whatever x, decided on t and y / 2t before they are combined
     infinite_im = is_inf(b)
-    return torch.where(infinite_im, b.abs(), re), torch.where(infinite_im, b, im)
+    t = torch.where(infinite_im, math.inf, torch.sqrt(0.5 * (c.abs() + torch.hypot(c, d))))
+    other = torch.where(infinite_im, d, d / (2.0 * torch.where(t == 0, 1.0, t)))
+    negative = c < 0
+    grow = torch.where(big, 2.0, 1.0)
+    re = torch.where(negative, other.abs(), t) * grow
+    im = torch.where(negative, torch.copysign(t, d), other) * grow
+    return re, im
 
 
 def rsqrt(x):
@@ -237,11 +283,12 @@ def pow_scalar(x, exponent):
 
 
 def power(x, w):
-    """z ** w = exp(w log z); 0 ** w is 0 (libstdc++'s pow for complex operands)."""
+    """z ** w = exp(w log z), and 0 ** w = 0 for Re w > 0 as C's cpow gives (exp(w log 0) is NaN there); 0 ** w
+    for other w is what exp(w log 0) gives (0 ** 0 is NaN)."""
     a, b = x
     re, im = exp(mul(w, log(x)))
-    zero = (a == 0) & (b == 0)
-    return torch.where(zero, torch.zeros_like(re), re), torch.where(zero, torch.zeros_like(im), im)
+    zero = (a == 0) & (b == 0) & (w[0] > 0)
+    return torch.where(zero, 0.0, re), torch.where(zero, 0.0, im)
 
 
 # -- trigonometric and hyperbolic --------------------------------------------------------------------------------
@@ -255,8 +302,8 @@ def power(x, w):
 
 def sinh(x):
     a, b = x
-    sinh_a, cosh_a = real_sinh_cosh(a)
-    re, im = sinh_a * torch.cos(b), torch.where(b == 0, b, cosh_a * torch.sin(b))
+    re, im = _sinh_cosh_times(a, torch.cos(b), torch.sin(b))
+    im = torch.where(b == 0, b, im)
     nonfinite_im = ~is_finite(b)
     kept = torch.where(a == 0, a, torch.full_like(a, math.inf))  # the real part of sinh(0 or +-inf + i nonfinite)
     return torch.where(nonfinite_im & ((a == 0) | is_inf(a)), kept, re), im
@@ -264,8 +311,9 @@ def sinh(x):
 
 def cosh(x):
     a, b = x
-    sinh_a, cosh_a = real_sinh_cosh(a)
-    re, im = cosh_a * torch.cos(b), torch.where(b == 0, b, sinh_a * torch.sin(b))
+    im, re = _sinh_cosh_times(a, torch.sin(b), torch.cos(b))
+    # cosh(-x + 0i) = cosh(x - 0i) (even, conj); for NaN x the zero keeps y's sign, as glibc's
+    im = torch.where(b == 0, torch.where(torch.signbit(a) & (a == a), -b, b), im)
     nonfinite_im = ~is_finite(b)
     return (torch.where(nonfinite_im & is_inf(a), a.abs(), re),
             torch.where(nonfinite_im & (a == 0), torch.zeros_like(a), im))
@@ -285,21 +333,25 @@ def cos(x):
 
 
 def tanh(x):
-    """Kahan's formula, with the |re| > 20 limit (where cosh overflows) taken separately."""
+    """Kahan's formula, free of cancellation: with t = tan y, s = sinh x, rho = cosh x = sqrt(1 + s^2) and
+    beta = 1 + t^2, tanh z = (beta rho s + i t) / (1 + beta s^2); past |x| = TANH_LARGE, where s^2 grows towards
+    overflow, sign(x) + 4i sin y cos y e^-2|x|. Annex G: tanh(+-inf + iy) = +-1 + 0i for every y (the zero
+    signed like sin 2y, or like y where that is not finite), tanh(finite + i nonfinite) is NaN + i NaN but for
+    tanh(0 + i nonfinite) = 0 + i NaN, and the real axis keeps an exact zero (tanh(NaN + 0i) = NaN + 0i)."""
     a, b = x
-    t = torch.tan(b)
+    sin_b, cos_b = torch.sin(b), torch.cos(b)
+    t = sin_b / cos_b
     beta = 1.0 + t * t
-    s = real_sinh_cosh(a)[0]
-    rho = torch.sqrt(1.0 + s * s)
+    s = _sinh(a)[0]
     denominator = 1.0 + beta * s * s
-    large = a.abs() > 20.0
-    re = torch.where(large, torch.sign(a), beta * rho * s / denominator)
-    im = torch.where(large, 4.0 * torch.sin(b) * torch.cos(b) * torch.exp(-2.0 * a.abs()), t / denominator)
-    # Annex G: tanh(+-inf + iy) = +-1 + 0i for every y, tanh(finite + i nonfinite) is NaN + i NaN but for
-    # tanh(0 + i nonfinite) = 0 + i NaN, and the real axis keeps an exact zero (tanh(NaN + 0i) = NaN + 0i)
-    finite_re_nonfinite_im = is_finite(a) & ~is_finite(b)
-    re = torch.where(finite_re_nonfinite_im, torch.where(a == 0, a, b - b), re)
-    return re, torch.where(b == 0, b, torch.where(is_inf(a), torch.zeros_like(b), im))
+    large = a.abs() > TANH_LARGE
+    re = torch.where(large, torch.copysign(torch.ones_like(a), a),
+                     beta * torch.sqrt(1.0 + s * s) * s / denominator)
+    im = torch.where(large, 4.0 * sin_b * cos_b * torch.exp(-2.0 * a.abs()), t / denominator)
+    finite_im = is_finite(b)
+    re = torch.where(is_finite(a) & ~finite_im, torch.where(a == 0, a, b - b), re)
+    im = torch.where(is_inf(a) & ~finite_im, torch.copysign(torch.zeros_like(b), b), im)
+    return re, torch.where(b == 0, b, im)
 
 
 def tan(x):
@@ -310,6 +362,8 @@ def tan(x):
 
 
 def sigmoid(x):
+    """1 / (1 + e^-z), ATen's formula, so that it gives eager's values: e^-z overflows for Re z < -88.7, where
+    the result is NaN (the exact one is below 3e-39)."""
     a, b = x
     e_re, e_im = exp((-a, -b))
     return reciprocal((1.0 + e_re, e_im))
@@ -325,10 +379,10 @@ def magnitude(x):
 
 def magnitude_of_half_parts(x):
     """|z| of a complex32 value: its parts are float16 numbers (|part| <= 65504), so in float32 a*a and b*b are
-    exact and their sum cannot overflow or underflow, and the plain root is hypot to float32 rounding. hypot's
-    scaling is what costs: Inductor's scalar C++ for a complex32 abs over 1M elements took 2.1 ms with
-    std::hypot, 0.82 ms with the root. Parts computed in float32 beyond float16's range give inf either way, as
-    eager's rounding to float16 would; hypot(inf, nan) is inf (C99), kept."""
+    exact and their sum cannot overflow or underflow, and the plain root is hypot to float32 rounding, without
+    hypot's scaling, which Inductor's C++ backend runs as a scalar std::hypot loop. Parts computed in float32
+    beyond float16's range give inf either way, as eager's rounding to float16 would; hypot(inf, nan) is inf
+    (C99), kept."""
     a, b = x
     infinite = (a.abs() == math.inf) | (b.abs() == math.inf)
     return torch.where(infinite, math.inf, torch.sqrt(a * a + b * b))
@@ -344,11 +398,96 @@ def sgn(x):
     each part by |z| (sgn(0 + i inf) = 0 + i NaN), its scalar sgn_impl divides by the complex |z| + 0i
     (NaN + i NaN); this is the vectorized one (docs/COMPILE.md)."""
     a, b = x
+    scale = torch.where(torch.maximum(a.abs(), b.abs()) > HUGE, 0.25, 1.0)  # |z| may pass 3.4e38, |z / 4| not
+    a, b = a * scale, b * scale
     size = torch.hypot(a, b)
-    safe = torch.where(size == 0, torch.ones_like(size), size)
-    return torch.where(size == 0, a, a / safe), torch.where(size == 0, b, b / safe)
+    zero = size == 0
+    safe = torch.where(zero, 1.0, size)
+    return torch.where(zero, 0.0, a / safe), torch.where(zero, 0.0, b / safe)
 
 
 def nonzero(x):
     a, b = x
     return (a != 0) | (b != 0)
+
+
+# -- inverse trigonometric and hyperbolic -------------------------------------------------------------------------
+# After Kahan, "Branch cuts for complex elementary functions" (1987): written with s1 = sqrt(1 + z) and
+# s2 = sqrt(1 - z) (sqrt(z - 1), sqrt(z + 1) for acosh), each accurate and never cancelling, they keep full
+# relative accuracy near the branch points and put the cuts where C99 does, on the side given by the sign of a
+# zero imaginary part. 1 - z negates y (not 0 - y) to keep that sign. Past HUGE the products of two roots would
+# overflow (they grow like |z|): the roots are taken of (1 +- z) / 4, half the roots, the atan2 arguments scaled
+# alike, and asinh of the quarter products is asinh of the products less 2 log 2 (they are past 2^12 there).
+# Infinite and NaN parts propagate through the formulas, which do not single out Annex G's cases for these.
+
+
+def real_asinh(v: torch.Tensor, log_scale=0.0) -> torch.Tensor:
+    """asinh(v e^log_scale), for log_scale 0 or |v| past 2^12: log1p(a + a^2 / (1 + sqrt(1 + a^2))) equals
+    log(a + sqrt(1 + a^2)) without its cancellation for small a; past 2^12 the 1 no longer counts and a^2 may
+    overflow: log(2a)."""
+    a = v.abs()
+    r = torch.where(a > 4096.0, torch.log(a) + (_LN2 + log_scale),
+                    real_log1p(a + a * a / (1.0 + torch.sqrt(1.0 + a * a))))
+    return torch.where(torch.signbit(v), -r, r)
+
+
+def _root_scale(a, b):
+    """(1/4 where a part passes HUGE else 1, the log of its inverse square: what asinh of quarter products adds)."""
+    big = torch.maximum(a.abs(), b.abs()) > HUGE
+    return torch.where(big, 0.25, 1.0), torch.where(big, 2.0 * _LN2, 0.0)
+
+
+def asin(x):
+    # asin z = atan2(x, Re(s2 s1)) + i asinh(Im(conj(s2) s1))
+    a, b = x
+    scale, log_scale = _root_scale(a, b)
+    s1_re, s1_im = sqrt(((1.0 + a) * scale, b * scale))
+    s2_re, s2_im = sqrt(((1.0 - a) * scale, -b * scale))
+    return (torch.atan2(a * scale, s2_re * s1_re - s2_im * s1_im),
+            real_asinh(s2_re * s1_im - s2_im * s1_re, log_scale))
+
+
+def acos(x):
+    # acos z = 2 atan2(Re s2, Re s1) + i asinh(Im(conj(s1) s2))
+    a, b = x
+    scale, log_scale = _root_scale(a, b)
+    s1_re, s1_im = sqrt(((1.0 + a) * scale, b * scale))
+    s2_re, s2_im = sqrt(((1.0 - a) * scale, -b * scale))
+    return 2.0 * torch.atan2(s2_re, s1_re), real_asinh(s1_re * s2_im - s1_im * s2_re, log_scale)
+
+
+def acosh(x):
+    # acosh z = asinh(Re(conj(s1) s2)) + 2i atan2(Im s1, Re s2), s1 = sqrt(z - 1), s2 = sqrt(z + 1)
+    a, b = x
+    scale, log_scale = _root_scale(a, b)
+    s1_re, s1_im = sqrt(((a - 1.0) * scale, b * scale))
+    s2_re, s2_im = sqrt(((a + 1.0) * scale, b * scale))
+    return real_asinh(s1_re * s2_re + s1_im * s2_im, log_scale), 2.0 * torch.atan2(s1_im, s2_re)
+
+
+def atanh(x):
+    """atanh z = 1/4 log1p(4x / ((1 - x)^2 + y^2)) + i/2 atan2(2y, (1 - x)(1 + x) - y^2): the factors are exact
+    for 16-bit inputs near z = +-1. Evaluated at |x| and made odd, so z = -1 gives -inf rather than log1p(-inf);
+    dividing the denominators instead of doubling x and y keeps them finite. Past SQUARES_LARGE the squares
+    would overflow: (1 - x) and y enter them scaled by SQUARES_SCALE, the numerators by its square."""
+    a, b = x
+    size = a.abs()
+    scale = torch.where(torch.maximum(size, b.abs()) > SQUARES_LARGE, SQUARES_SCALE, 1.0)
+    below, above, other = (1.0 - size) * scale, (1.0 + size) * scale, b * scale
+    re = 0.25 * real_log1p(size * scale * scale / (0.25 * (below * below + other * other)))
+    im = 0.5 * torch.atan2(b * scale * scale, 0.5 * (below * above - other * other))
+    return torch.where(torch.signbit(a), -re, re), im
+
+
+def atan(x):
+    # atan z = -i atanh(iz)
+    a, b = x
+    re, im = atanh((-b, a))
+    return im, -re
+
+
+def asinh(x):
+    # asinh z = -i asin(iz)
+    a, b = x
+    re, im = asin((-b, a))
+    return im, -re

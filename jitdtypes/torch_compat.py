@@ -10,7 +10,7 @@ native_guard/torch_compat.h. This module imports only torch (triton lazily): eve
 | the interpreter's `range()` over a kernel's int argument calls `int()` on a 1-element array, which NumPy 2.4 refuses | Triton 3.5, 3.6 with NumPy >= 2.4 (3.8 squeezes first) | `fix_triton_interpreter` |
 | no `knobs.compilation.instrumentation_mode` and no `knobs.runtime.add_stages_inspection_hook` | Triton 3.5 (3.6 has both) | `triton_knob` |
 | the ptxas Triton runs: one for every arch, or chosen by arch (`get_ptxas(arch)`; 3.9's for sm_90 and newer reads PTX 9.4, which the other refuses) | Triton 3.5 (one), 3.6 on (by arch) | `ptxas_path` |
-| unary minus on floats compiles as `0 - v` (+0 for -0) | Triton 3.5, 3.6 (3.8 emits fneg) | the templates negate as `v * -1.0` (`kernels_templates/complex_math._neg`) |
+| unary minus on floats compiles as `0 - v` (+0 for -0) | Triton 3.5, 3.6 (3.8 emits fneg) | the templates negate as `v * -1.0` (`kernels_templates/complex_math.neg`) |
 
 Not worked around (bugs of PyTorch itself, which complex64 meets too): tests/torch_bugs.py and docs/COMPILE.md.
 """

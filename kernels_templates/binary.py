@@ -19,7 +19,7 @@ OPS = {
     "add": (
         [("self", COMPLEX), ("other", COMPLEX), ("alpha", SCALAR)],
         """
-scaled_re, scaled_im = _cmul(alpha_re, alpha_im, other_re, other_im)
+scaled_re, scaled_im = cmul(alpha_re, alpha_im, other_re, other_im)
 out_re = self_re + scaled_re
 out_im = self_im + scaled_im
 """,
@@ -27,30 +27,22 @@ out_im = self_im + scaled_im
     "sub": (
         [("self", COMPLEX), ("other", COMPLEX), ("alpha", SCALAR)],
         """
-scaled_re, scaled_im = _cmul(alpha_re, alpha_im, other_re, other_im)
+scaled_re, scaled_im = cmul(alpha_re, alpha_im, other_re, other_im)
 out_re = self_re - scaled_re
 out_im = self_im - scaled_im
 """,
     ),
     "mul": (
         [("self", COMPLEX), ("other", COMPLEX)],
-        "out_re, out_im = _cmul(self_re, self_im, other_re, other_im)",
+        "out_re, out_im = cmul(self_re, self_im, other_re, other_im)",
     ),
     "div": (
         [("self", COMPLEX), ("other", COMPLEX)],
-        "out_re, out_im = _cdiv(self_re, self_im, other_re, other_im)",
+        "out_re, out_im = cdiv(self_re, self_im, other_re, other_im)",
     ),
     "pow": (
         [("self", COMPLEX), ("exponent", COMPLEX)],
-        """
-# z^w = exp(w log z), and 0^w = 0 for Re w > 0 as C's cpow gives (exp(w log 0) would be nan).
-log_re, log_im = _clog(self_re, self_im)
-power_re, power_im = _cmul(exponent_re, exponent_im, log_re, log_im)
-out_re, out_im = _cexp(power_re, power_im)
-zero_base = (self_re == 0.0) & (self_im == 0.0) & (exponent_re > 0.0)
-out_re = tl.where(zero_base, 0.0, out_re)
-out_im = tl.where(zero_base, 0.0, out_im)
-""",
+        "out_re, out_im = cpow(self_re, self_im, exponent_re, exponent_im)",
     ),
 }
 
@@ -74,7 +66,7 @@ def render(params: dict) -> str:
     if params["op"] == "pow" and "exponent" in params["scalars"]:
         body += _ZERO_SCALAR_EXPONENT
     return elementwise.render_module(
-        params, slots=slots, body=body, result=COMPLEX, library=complex_math.MATH
+        params, slots=slots, body=body, result=COMPLEX, library=(complex_math,)
     )
 
 

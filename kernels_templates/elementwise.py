@@ -33,7 +33,7 @@ import torch
 
 from jitdtypes import dtypes
 
-from . import common, launcher
+from . import common, elementwise_access, launcher
 
 MAX_RANK = 4
 # 1024 elements per program over 4 warps: 8 per thread, i.e. two 128-bit accesses per interleaved operand, and
@@ -48,45 +48,6 @@ INTERLEAVED, PLANAR = LAYOUTS
 COMPLEX, SCALAR, BOOL = "complex", "scalar", "bool"
 # Result kinds: complex, or real in the part dtype (abs, angle).
 REAL = "real"
-
-
-# Interleaved operands that are dense in the iteration order move as one contiguous run of 2 * BLOCK parts, split
-# in registers: the compiler turns that into 128-bit accesses, where separate re and im accesses at 2 * i and
-# 2 * i + 1 compile to 16-bit ones.
-DENSE_ACCESS = {
-    "_load_dense_pairs": '''
-@triton.jit
-def _load_dense_pairs(ptr, first, numel, BLOCK: tl.constexpr):
-    parts = 2 * first + tl.arange(0, 2 * BLOCK)
-    re, im = tl.split(tl.reshape(tl.load(ptr + parts, mask=parts < 2 * numel), [BLOCK, 2]))
-    return re.to(tl.float32), im.to(tl.float32)
-''',
-    "_store_dense_pairs": '''
-@triton.jit
-def _store_dense_pairs(ptr, first, numel, re, im, BLOCK: tl.constexpr):
-    parts = 2 * first + tl.arange(0, 2 * BLOCK)
-    tl.store(ptr + parts, tl.reshape(tl.join(re, im), [2 * BLOCK]), mask=parts < 2 * numel)
-''',
-}
-
-_CALLED_NAME = re.compile(r"\b(_[a-z0-9_]+)\(")
-
-
-def jit_helpers(code: str, library: dict[str, str]) -> str:
-    """The sources of the helpers that `code` calls, directly or through other helpers, callees first."""
-    ordered: list[str] = []
-
-    def visit(name: str) -> None:
-        if name in ordered or name not in library:
-            return
-        for callee in _CALLED_NAME.findall(library[name]):
-            if callee != name:
-                visit(callee)
-        ordered.append(name)
-
-    for name in _CALLED_NAME.findall(code):
-        visit(name)
-    return "".join(library[name] for name in ordered)
 
 
 # -- module rendering --------------------------------------------------------------------------------------
@@ -107,17 +68,17 @@ def check_params(params: dict, ops, slots_of) -> list[tuple[str, str]]:
     return [(name, SCALAR if name in scalars else kind) for name, kind in slots]
 
 
-def render_module(params: dict, *, slots, body: str, result: str, library: dict[str, str]) -> str:
-    """A complete module for one parameter set: jit helpers -> kernel -> `run`.
+def render_module(params: dict, *, slots, body: str, result: str, library) -> str:
+    """A complete module for one parameter set: imports of the @jit functions it calls -> kernel -> `run`.
 
     slots: [(name, COMPLEX | SCALAR | BOOL)] in ATen argument order; body: Triton statements reading
     NAME_re/NAME_im (complex and scalar slots) or NAME (bool slots) as fp32/bool values and assigning out_re,
-    out_im (complex result) or out (REAL result).
+    out_im (complex result) or out (REAL result), calling the public functions of the `library` modules by name.
     """
     op, layout, writes_out = params["op"], params["layout"], params["out"]
     planar = layout == PLANAR
     part = common.tl_part_dtype(params["dtype"])
-    round_to_part = "_to_bf16({})" if params["dtype"] == "bcomplex32" else f"{{}}.to({part})"
+    round_to_part = "to_bf16({})" if params["dtype"] == "bcomplex32" else f"{{}}.to({part})"
 
     tensor_slots = [(name, kind) for name, kind in slots if kind != SCALAR]
     input_sets = [s for name, kind in tensor_slots for s in _offset_sets(name, kind, planar)]
@@ -133,37 +94,22 @@ def render_module(params: dict, *, slots, body: str, result: str, library: dict[
     # Scalar arguments become fp32 blocks: the interpreter passes them as Python floats and mistypes
     # comparisons of 0-d values, compiled kernels get fp32 scalars; a block behaves the same in both.
     loads = [f"{a} = tl.full([BLOCK], {a}, tl.float32)" for a in scalar_args]
-    dense_flags = [f"DENSE{i}" for i in range(len(input_sets) + len(output_sets))]
-    flag = iter(dense_flags)
+    flag = (f"DENSE{i}" for i in range(len(input_sets) + len(output_sets)))
     for name, kind in tensor_slots:
         if kind == BOOL:
-            loads += _dense_or_strided(next(flag), name, [f"{name} = tl.load({name}_ptr + {{off}}, mask=mask) != 0"])
+            loads.append(f"{name} = load_part({name}_ptr, index, {_offset(name)}, mask, {next(flag)}) != 0")
         elif planar:
-            for part_name in ("re", "im"):
-                s = f"{name}_{part_name}"
-                loads += _dense_or_strided(next(flag), s, [f"{s} = tl.load({s}_ptr + {{off}}, mask=mask).to(tl.float32)"])
+            loads += [f"{s} = load_part({s}_ptr, index, {_offset(s)}, mask, {next(flag)}).to(tl.float32)"
+                      for s in (f"{name}_re", f"{name}_im")]
         else:
-            loads += _dense_or_strided(
-                next(flag), name,
-                [f"{name}_re = tl.load({name}_ptr + 2 * {{off}}, mask=mask).to(tl.float32)",
-                 f"{name}_im = tl.load({name}_ptr + 2 * {{off}} + 1, mask=mask).to(tl.float32)"],
-                dense=[f"{name}_re, {name}_im = _load_dense_pairs({name}_ptr, first, numel, BLOCK)"],
-            )
+            loads.append(f"{name}_re, {name}_im = load_pair({name}_ptr, first, numel, {_offset(name)}, mask, "
+                         f"{next(flag)}, BLOCK)")
     if result == REAL or planar:
-        stores = [
-            line
-            for s in output_sets
-            for line in _dense_or_strided(
-                next(flag), s, [f"tl.store({s}_ptr + {{off}}, {round_to_part.format(s)}, mask=mask)"])
-        ]
+        stores = [f"store_part({s}_ptr, index, {_offset(s)}, mask, {round_to_part.format(s)}, {next(flag)})"
+                  for s in output_sets]
     else:
-        rounded = f"{round_to_part.format('out_re')}, {round_to_part.format('out_im')}"
-        stores = _dense_or_strided(
-            next(flag), "out",
-            [f"tl.store(out_ptr + 2 * {{off}}, {round_to_part.format('out_re')}, mask=mask)",
-             f"tl.store(out_ptr + 2 * {{off}} + 1, {round_to_part.format('out_im')}, mask=mask)"],
-            dense=[f"_store_dense_pairs(out_ptr, first, numel, {rounded}, BLOCK)"],
-        )
+        stores = [f"store_pair(out_ptr, first, numel, {_offset('out')}, mask, {round_to_part.format('out_re')}, "
+                  f"{round_to_part.format('out_im')}, {next(flag)}, BLOCK)"]
 
     kernel = _KERNEL.format(
         name=f"{op}_kernel",
@@ -174,26 +120,37 @@ def render_module(params: dict, *, slots, body: str, result: str, library: dict[
     )
     return _MODULE.format(
         doc=_module_doc(params),
+        imports=_imports(kernel, (*library, elementwise_access)),
         mutates=repr(tuple(output_sets) if writes_out else ()),
         part_dtype=str(dtypes.PART_BY_NAME[params["dtype"]]),
         block=128 if params["interpret"] else 1024,
-        helpers=jit_helpers(kernel, {**library, **DENSE_ACCESS}),
         kernel=kernel,
         run=_run_source(op, slots, planar, result, writes_out, input_sets, output_sets, scalar_args),
     )
+
+
+# A call by bare name (not an attribute like tl.where): a function the module has to import.
+_CALLED_NAME = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\(")
+
+
+def _imports(code: str, library) -> str:
+    """`from MODULE import NAMES` lines for the public @jit functions of the `library` modules that `code` calls."""
+    called = set(_CALLED_NAME.findall(code))
+    lines = []
+    for module in library:
+        names = sorted(called & set(module.__all__))
+        if names:
+            lines.append(f"from {module.__name__} import {', '.join(names)}\n")
+    return "".join(lines)
 
 
 def _offset_sets(name: str, kind: str, planar: bool) -> list[str]:
     return [f"{name}_re", f"{name}_im"] if planar and kind == COMPLEX else [name]
 
 
-def _dense_or_strided(flag: str, s: str, strided: list[str], dense: list[str] | None = None) -> list[str]:
-    """Statements for one operand: `dense` (default: `strided` at offset `index`) when the launcher found it
-    dense in the iteration order, `strided` with its own offset otherwise; {off} stands for the offset."""
-    dense = dense or [line.format(off="index") for line in strided]
-    offset = f"{s}_off = c0 * {s}_s0 + c1 * {s}_s1 + c2 * {s}_s2 + c3 * {s}_s3"
-    return [f"if {flag}:", *(f"    {line}" for line in dense), "else:", f"    {offset}",
-            *(f"    {line.format(off=f'{s}_off')}" for line in strided)]
+def _offset(s: str) -> str:
+    """The offset of operand set `s` through its own strides."""
+    return f"strided_offset(c0, c1, c2, c3, {s}_s0, {s}_s1, {s}_s2, {s}_s3)"
 
 
 def _tuple(names) -> str:
@@ -246,20 +203,7 @@ def _run_source(op, slots, planar, result, writes_out, input_sets, output_sets, 
 _KERNEL = '''@triton.jit
 def {name}(
 {args}):
-    pid = tl.program_id(0)
-    if WIDE:
-        first = pid.to(tl.int64) * BLOCK
-    else:
-        first = pid * BLOCK
-    index = first + tl.arange(0, BLOCK)
-    mask = index < numel
-    # Row-major coordinates in the collapsed shape; unused inner dims have size 1 (constants to Triton).
-    c3 = index % n3
-    rest = index // n3
-    c2 = rest % n2
-    rest = rest // n2
-    c1 = rest % n1
-    c0 = rest // n1
+    first, index, mask, c0, c1, c2, c3 = block_coordinates(numel, n1, n2, n3, BLOCK, WIDE)
 {loads}{body}{stores}'''
 
 _MODULE = '''"""{doc}"""
@@ -269,11 +213,11 @@ import triton.language as tl
 from kernels_templates.launcher import launcher
 
 from kernels_templates import elementwise
-
+{imports}
 MUTATES = {mutates}
 PART_DTYPE = {part_dtype}
 BLOCK = {block}
-{helpers}
+
 
 {kernel}
 

@@ -20,8 +20,8 @@ OPS = {
         [("self", COMPLEX), ("tensor1", COMPLEX), ("tensor2", COMPLEX), ("value", SCALAR)],
         """
 # self + value * tensor1 * tensor2, multiplied in ATen's order
-scaled_re, scaled_im = _cmul(value_re, value_im, tensor1_re, tensor1_im)
-product_re, product_im = _cmul(scaled_re, scaled_im, tensor2_re, tensor2_im)
+scaled_re, scaled_im = cmul(value_re, value_im, tensor1_re, tensor1_im)
+product_re, product_im = cmul(scaled_re, scaled_im, tensor2_re, tensor2_im)
 out_re = self_re + product_re
 out_im = self_im + product_im
 """,
@@ -31,8 +31,8 @@ out_im = self_im + product_im
         [("self", COMPLEX), ("tensor1", COMPLEX), ("tensor2", COMPLEX), ("value", SCALAR)],
         """
 # self + value * tensor1 / tensor2, in ATen's order
-scaled_re, scaled_im = _cmul(value_re, value_im, tensor1_re, tensor1_im)
-quotient_re, quotient_im = _cdiv(scaled_re, scaled_im, tensor2_re, tensor2_im)
+scaled_re, scaled_im = cmul(value_re, value_im, tensor1_re, tensor1_im)
+quotient_re, quotient_im = cdiv(scaled_re, scaled_im, tensor2_re, tensor2_im)
 out_re = self_re + quotient_re
 out_im = self_im + quotient_im
 """,
@@ -52,9 +52,9 @@ out_im = tl.where(condition, self_im, other_im)
 # ATen's formula: self + w (end - self) for |w| < 1/2, else end - (end - self)(1 - w); exact at w = 0 and 1.
 diff_re = end_re - self_re
 diff_im = end_im - self_im
-small = _hypot(weight_re, weight_im) < 0.5
-near_re, near_im = _cmul(weight_re, weight_im, diff_re, diff_im)
-far_re, far_im = _cmul(diff_re, diff_im, 1.0 - weight_re, 0.0 - weight_im)
+small = hypot(weight_re, weight_im) < 0.5
+near_re, near_im = cmul(weight_re, weight_im, diff_re, diff_im)
+far_re, far_im = cmul(diff_re, diff_im, 1.0 - weight_re, 0.0 - weight_im)
 out_re = tl.where(small, self_re + near_re, end_re - far_re)
 out_im = tl.where(small, self_im + near_im, end_im - far_im)
 """,
@@ -72,7 +72,7 @@ def _slots(op: str):
 def render(params: dict) -> str:
     slots = elementwise.check_params(params, OPS, _slots)
     return elementwise.render_module(
-        params, slots=slots, body=OPS[params["op"]][1], result=COMPLEX, library=complex_math.MATH
+        params, slots=slots, body=OPS[params["op"]][1], result=COMPLEX, library=(complex_math,)
     )
 
 

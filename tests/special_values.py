@@ -133,7 +133,9 @@ def _programs() -> list[Program]:
         ("rsqrt", aten.rsqrt.default, False), ("sin", aten.sin.default, False), ("cos", aten.cos.default, False),
         ("tan", aten.tan.default, False), ("sinh", aten.sinh.default, False), ("cosh", aten.cosh.default, False),
         ("tanh", aten.tanh.default, False), ("sigmoid", aten.sigmoid.default, False),
-        ("sgn", aten.sgn.default, False),
+        ("sgn", aten.sgn.default, False), ("asin", aten.asin.default, False), ("acos", aten.acos.default, False),
+        ("atan", aten.atan.default, False), ("asinh", aten.asinh.default, False),
+        ("acosh", aten.acosh.default, False), ("atanh", aten.atanh.default, False),
     ]:
         add(name, lambda x, _f=getattr(torch, name): _f(x), [overload], exact)
     add("_conj_physical", lambda x: aten._conj_physical(x), [aten._conj_physical.default])

@@ -44,7 +44,8 @@ COMPILED_OPS = [
 PLANAR = {
     "add", "sub", "mul", "div.no_rounding_mode", "true_divide", "__radd__", "__rmul__", "__rsub__", "rsub", "__rdiv__",
     "neg", "conj_physical", "reciprocal", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
-    "sin", "cos", "tan", "sinh", "cosh", "tanh", "sigmoid", "sgn", "abs", "angle", "square", "pow", "__rpow__",
+    "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "sigmoid", "sgn",
+    "abs", "angle", "square", "pow", "__rpow__",
     "isnan", "isinf", "isfinite", "eq", "ne", "addcmul", "addcdiv", "lerp", "where", "masked_fill", "sum", "mean",
     "var", "var.unbiased", "std", "std.unbiased", "var_mean", "std_mean", "cumsum", "linalg.vector_norm",
     "dot", "vdot", "mv", "addmv", "addr", "outer", "inner", "einsum", "mm", "bmm", "addmm", "baddbmm", "matmul",

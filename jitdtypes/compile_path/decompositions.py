@@ -3,7 +3,7 @@
 AOTAutograd traces every graph Inductor compiles (forward and backward) through Inductor's decompositions.
 Each entry here looks at its arguments: when a tensor is complex32/bcomplex32, or a complex value this trace
 already holds as parts (complex64 computed from complex32, say), it computes on float32 (re, im) parts
-(`planar.py`, arithmetic in `formulas.py`) and returns the packed result. Otherwise it returns
+(`planar.py`, arithmetic in `jitdtypes/complex_math.py`) and returns the packed result. Otherwise it returns
 NotImplemented and the op is traced exactly as without jitdtypes (installation chains each entry to the one
 it replaces). Ops with no planar formula become jitdtypes custom ops (`custom_ops.py`); ops not listed keep
 their ATen node, which Inductor runs eagerly with jitdtypes' kernels, on the packed input.
@@ -135,6 +135,8 @@ for _overload, _formula in [
     (aten.sqrt.default, F.sqrt), (aten.rsqrt.default, F.rsqrt), (aten.sin.default, F.sin),
     (aten.cos.default, F.cos), (aten.tan.default, F.tan), (aten.sinh.default, F.sinh), (aten.cosh.default, F.cosh),
     (aten.tanh.default, F.tanh), (aten.sigmoid.default, F.sigmoid), (aten.sgn.default, F.sgn),
+    (aten.asin.default, F.asin), (aten.acos.default, F.acos), (aten.atan.default, F.atan),
+    (aten.asinh.default, F.asinh), (aten.acosh.default, F.acosh), (aten.atanh.default, F.atanh),
 ]:
     _unary(_overload, _formula)
 
