@@ -8,6 +8,10 @@ conjugations, is rendered here as the few lines that bind matmul_kernels.Matmul 
 
 from __future__ import annotations
 
+import torch
+
+from jitdtypes import dtypes
+
 from . import common
 from . import matmul_kernels  # noqa: F401 - what rendered modules import: part of this family's kernel key
 from .matmul_calls import Product
@@ -47,7 +51,7 @@ def render(params: dict) -> str:
         conj_a=bool(params["conj_a"]),
         conj_b=bool(params["conj_b"]),
         interpret=bool(params["interpret"]),
-        bf16=common.tl_part_dtype(params["dtype"]) == "tl.bfloat16",
+        bf16=dtypes.PART_BY_NAME[params["dtype"]] == torch.bfloat16,
     )
 
 
