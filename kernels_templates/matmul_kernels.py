@@ -292,9 +292,8 @@ GEMM_CONFIGS = {
 MAX_REGISTERS = {8: 240}
 
 
-@functools.lru_cache(maxsize=None)
 def tuned_gemm(device):
-    """The autotuned real-2x2-block product for `device`'s arch (one per device, every module's)."""
+    """A new autotuned real-2x2-block product for `device`'s arch (each Matmul keeps one per device)."""
     major = 9 if torch.cuda.get_device_capability(device)[0] >= 9 else 8
     configs = [triton.Config(dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8), num_warps=warps, num_stages=stages,
                              maxnreg=MAX_REGISTERS.get(major))
@@ -395,6 +394,9 @@ class Matmul:
         # in the launcher's keys: the kernels are every module's, and these params set some of their constexprs
         self.tag = f"matmul conj_a={conj_a} conj_b={conj_b} interpreted_bf16={self.interpreted_bf16}"
         self._pairs_geometry = functools.lru_cache(maxsize=512)(self._pairs_geometry_of)
+        # per module and device, as before kernels were real code: a process that compiles for several arches
+        # (`jitdtypes warm --arch`, benchmarks/aot_check.py) renders a module per arch, each tuning its own configs
+        self.tuned_gemm = functools.lru_cache(maxsize=None)(self.config.tuned_gemm)
 
     def run(self, a, b, out, bias, alpha_re, alpha_im, beta_re, beta_im):
         """out = alpha * op(a) @ op(b) + beta * (bias, or out's own values when bias is None), batched over dim 0.
@@ -436,7 +438,7 @@ class Matmul:
         strides = (*a.stride()[:3], *b.stride()[:3], *c.stride()[:3], *out.stride()[:3])
         shape_class = (m.bit_length() << 24) | (n.bit_length() << 16) | (k.bit_length() << 8) | min(batch, 255)
         config = self.config
-        tuned = config.tuned_gemm(out.device)
+        tuned = self.tuned_gemm(out.device)
         chosen = config.choose_config(batch, m, n, k, out.device)
         programs = batch * cdiv(m, chosen["BLOCK_M"]) * cdiv(n, chosen["BLOCK_N"])
         k_per_split = config.choose_k_split(programs, k, chosen["BLOCK_K"], out.device)

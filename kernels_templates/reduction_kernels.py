@@ -430,12 +430,6 @@ def _padded(sizes, strides, count):
     return sizes + [1] * (count - len(sizes)), strides + [0] * (count - len(strides))
 
 
-@functools.lru_cache(maxsize=None)
-def _gpu_fill(device):
-    """Programs that fill the device."""
-    return FILL_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
-
-
 _reduce_launcher = launcher.launcher(_reduce_kernel)
 _finish_launcher = launcher.launcher(_finish_kernel)
 
@@ -464,6 +458,9 @@ class Reduction:
         # in the launcher's keys: the kernels are every module's, and these params set their constexprs
         self.tag = f"{op} ord={ord} bf16={bf16} interpret={interpret}"
         self._geometry = functools.lru_cache(maxsize=512)(self._geometry_of)
+        # per module and device: a process that compiles for several arches (`jitdtypes warm --arch`,
+        # benchmarks/aot_check.py) renders a module per arch, whose device queries answer for that arch
+        self._fill = functools.lru_cache(maxsize=None)(self._fill_of)
 
     def run(self, x, dims, scalars, outputs):
         """Reduce x over `dims` (ascending, non-negative; every dim of x for a full reduction) into `outputs`
@@ -477,8 +474,11 @@ class Reduction:
             if target is not output:
                 output.copy_(target)
 
-    def _fill(self, device):
-        return INTERPRETER_FILL if self.interpret else _gpu_fill(device)
+    def _fill_of(self, device):
+        """Programs that fill the device."""
+        if self.interpret:
+            return INTERPRETER_FILL
+        return FILL_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
 
     def _splits(self, kept_programs, chunks, device):
         """Ranges the reduced length is cut into: 1 when the outputs alone fill the device, else enough for twice

@@ -237,12 +237,6 @@ def _fastest(strides):
     return min((abs(s) for s in strides if s), default=math.inf)
 
 
-@functools.lru_cache(maxsize=None)
-def _gpu_fill(device):
-    """Programs that fill the device."""
-    return FILL_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
-
-
 _totals_launcher = launcher.launcher(_range_totals_kernel)
 _scan_launcher = launcher.launcher(_scan_kernel)
 
@@ -259,6 +253,9 @@ class Scan:
         # in the launcher's keys: the kernels are every module's, and the op is one of their constexprs
         self.tag = f"{op} interpret={interpret}"
         self._geometry = functools.lru_cache(maxsize=512)(self._geometry_of)
+        # per module and device: a process that compiles for several arches (`jitdtypes warm --arch`,
+        # benchmarks/aot_check.py) renders a module per arch, whose device queries answer for that arch
+        self._fill = functools.lru_cache(maxsize=None)(self._fill_of)
 
     def run(self, x, dim, out):
         """Scan x along `dim` (non-negative; 0 for a 0-d tensor) into `out`, which has x's shape and any strides
@@ -267,8 +264,11 @@ class Scan:
             with launcher.on_device_of(x):
                 self.launch(x, dim, out)
 
-    def _fill(self, device):
-        return INTERPRETER_FILL if self.interpret else _gpu_fill(device)
+    def _fill_of(self, device):
+        """Programs that fill the device."""
+        if self.interpret:
+            return INTERPRETER_FILL
+        return FILL_PER_SM * torch.cuda.get_device_properties(device).multi_processor_count
 
     def _splits(self, kept_programs, chunks, device):
         """Ranges the scanned dim is cut into: 1 when the rows alone fill the device, else enough for twice the
