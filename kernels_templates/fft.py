@@ -18,7 +18,7 @@ from jitdtypes import dtypes
 from jitdtypes.schema import resize_output
 
 from . import common, launcher
-from . import fft_kernels  # noqa: F401 - what rendered modules import: part of this family's kernel key
+from . import fft_kernels  # what rendered modules import (render names it): part of this family's kernel key
 
 FAMILY = "fft"
 MAX_LOG2_FFT_LENGTH = 13
@@ -30,8 +30,8 @@ TEMPLATE = '''\
 kernels_templates/fft_kernels.py."""
 import torch
 
-from kernels_templates.fft_kernels import Transform
-from kernels_templates.fft_kernels import ${op}_kernel  # noqa: F401 - the kernel it launches (adapters look it up here)
+from $kernels import Transform
+from $kernels import ${op}_kernel  # noqa: F401 - the kernel it launches (adapters look it up here)
 
 MUTATES = ("out",)
 transform = Transform("$op", n=$n, inverse=$inverse)
@@ -54,8 +54,8 @@ _RUN_DOCS = {
 
 def render(params: dict) -> str:
     op = params["op"]
-    return common.render(TEMPLATE, op=op, dtype=params["dtype"], n=params["n"], inverse=bool(params["inverse"]),
-                         run_doc=_RUN_DOCS[op])
+    return common.render(TEMPLATE, kernels=fft_kernels.__name__, op=op, dtype=params["dtype"], n=params["n"],
+                         inverse=bool(params["inverse"]), run_doc=_RUN_DOCS[op])
 
 
 def _params(op: str, dtype: str, n: int, inverse: bool) -> dict:

@@ -146,6 +146,7 @@ def _fft_rows(re, im, ROWS: tl.constexpr, LOG2_LENGTH: tl.constexpr, SIGN: tl.co
         re, im = _radix2_stage(re, im, ROWS, 1 << stage, (1 << LOG2_LENGTH) >> (stage + 1), SIGN)
     return tl.reshape(re, [ROWS, 1 << LOG2_LENGTH]), tl.reshape(im, [ROWS, 1 << LOG2_LENGTH])
 
+
 @triton.jit
 def fft_c2c_kernel(
     x_ptr, out_ptr, rows, inner_rows,
@@ -163,6 +164,7 @@ def fft_c2c_kernel(
     _store_rows(out_ptr, out_row, mask, rows, k, out_step, tl.join(re * scale, im * scale), ROWS, LENGTH, 2,
                 OUT_LAYOUT)
 
+
 @triton.jit
 def fft_r2c_kernel(
     x_ptr, out_ptr, rows, inner_rows, out_length,
@@ -179,6 +181,7 @@ def fft_r2c_kernel(
     mask = row_mask[:, None] & (tl.arange(0, 2 * LENGTH) < 2 * out_length)[None, :]
     _store_rows(out_ptr, out_row, mask, rows, k, out_step, tl.join(re * scale, im * scale), ROWS, LENGTH, 2,
                 OUT_LAYOUT)
+
 
 @triton.jit
 def fft_c2r_kernel(

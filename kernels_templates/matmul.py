@@ -13,7 +13,7 @@ import torch
 from jitdtypes import dtypes
 
 from . import common
-from . import matmul_kernels  # noqa: F401 - what rendered modules import: part of this family's kernel key
+from . import matmul_kernels  # what rendered modules import (render names it): part of this family's kernel key
 from .matmul_calls import Product
 
 FAMILY = "matmul"
@@ -26,9 +26,9 @@ from typing import Optional
 
 import torch
 
-from kernels_templates.matmul_kernels import Matmul
+from $kernels import Matmul
 # the kernels this module launches (adapters and tests look them up here)
-from kernels_templates.matmul_kernels import complex_matmul_kernel, expand_kernel, finish_split_kernel  # noqa: F401
+from $kernels import complex_matmul_kernel, expand_kernel, finish_split_kernel  # noqa: F401
 
 MUTATES = ("out",)
 product = Matmul(conj_a=$conj_a, conj_b=$conj_b, interpret=$interpret, bf16=$bf16)
@@ -46,7 +46,7 @@ def run(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, bias: Optional[torc
 
 def render(params: dict) -> str:
     return common.render(
-        TEMPLATE,
+        TEMPLATE, kernels=matmul_kernels.__name__,
         dtype=params["dtype"],
         conj_a=bool(params["conj_a"]),
         conj_b=bool(params["conj_b"]),

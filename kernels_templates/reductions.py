@@ -18,7 +18,7 @@ from jitdtypes import dtypes
 from jitdtypes.schema import resize_output
 
 from . import common, launcher
-from . import reduction_kernels  # noqa: F401 - what rendered modules import: part of this family's kernel key
+from . import reduction_kernels  # what rendered modules import (render names it): part of this family's kernel key
 
 FAMILY = "reductions"
 
@@ -31,9 +31,9 @@ TEMPLATE = '''\
 kernels_templates/reduction_kernels.py."""
 import torch
 
-from kernels_templates.reduction_kernels import Reduction
+from $kernels import Reduction
 # the kernels this module launches (adapters look them up here)
-from kernels_templates.reduction_kernels import _finish_kernel, _reduce_kernel  # noqa: F401
+from $kernels import _finish_kernel, _reduce_kernel  # noqa: F401
 
 MUTATES = $mutates
 reduction = Reduction("$op", bf16=$bf16, interpret=$interpret, ord=$ord)
@@ -53,7 +53,7 @@ def render(params: dict) -> str:
     outputs = ["out", "mean_out"] if op in ("var_mean", "std_mean") else ["out"]
     scalars = ["correction"] if op in VARIANCE_OPS else ["ord"] if order == "p" else []
     return common.render(
-        TEMPLATE,
+        TEMPLATE, kernels=reduction_kernels.__name__,
         title=op + (f" (ord {order})" if op == "vector_norm" else ""),
         dtype=params["dtype"],
         mutates=repr(tuple(outputs)),

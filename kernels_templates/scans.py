@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from . import common, launcher
-from . import scan_kernels  # noqa: F401 - what rendered modules import: part of this family's kernel key
+from . import scan_kernels  # what rendered modules import (render names it): part of this family's kernel key
 from .reductions import prepare_outs
 
 FAMILY = "scans"
@@ -22,9 +22,9 @@ TEMPLATE = '''\
 kernels_templates/scan_kernels.py."""
 import torch
 
-from kernels_templates.scan_kernels import Scan
+from $kernels import Scan
 # the kernels this module launches (adapters look them up here)
-from kernels_templates.scan_kernels import _range_totals_kernel, _scan_kernel  # noqa: F401
+from $kernels import _range_totals_kernel, _scan_kernel  # noqa: F401
 
 MUTATES = ("out",)
 scan = Scan("$op", interpret=$interpret)
@@ -40,7 +40,8 @@ def run(x: torch.Tensor, dim: int, out: torch.Tensor) -> None:
 
 
 def render(params: dict) -> str:
-    return common.render(TEMPLATE, op=params["op"], dtype=params["dtype"], interpret=bool(params["interpret"]))
+    return common.render(TEMPLATE, kernels=scan_kernels.__name__, op=params["op"], dtype=params["dtype"],
+                         interpret=bool(params["interpret"]))
 
 
 def variants(dtype: str) -> list[dict]:
