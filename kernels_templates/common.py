@@ -14,7 +14,9 @@ Values must be JSON-serializable: the engine hashes them into the cache key.
 A rendered module reads top-down: @triton.jit kernel(s) -> host launcher -> torch-facing `run(...)`,
 annotated with torch types (torch.library.triton_op infers the custom-op schema from them), launching
 through torch.library.wrap_triton, and declares MUTATES: tuple[str, ...] (names of arguments `run` writes).
-It computes in fp32 and rounds once on store.
+It computes in fp32 and rounds once on store. Kernels and launchers that do not vary per variant are real
+modules the rendered text imports and binds to the params (matmul_kernels.py, fft_kernels.py,
+reduction_kernels.py, scan_kernels.py): text is generated only for what truly varies (docs/ARCHITECTURE.md).
 
 An adapter maps one ATen overload call to a kernel:
 

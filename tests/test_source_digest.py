@@ -46,6 +46,20 @@ def test_editing_one_family_changes_its_kernel_keys_only(copied_tree, edited):
     assert {f: k for f, k in after.items() if f != edited} == {f: k for f, k in before.items() if f != edited}
 
 
+# the real modules that hold a family's kernels and launcher (rendered modules import them): an edit reaches the
+# keys of the families whose template module imports them (scans.py takes reductions.py's out= checks)
+KERNEL_MODULES = {"matmul_kernels": {"matmul"}, "fft_kernels": {"fft"}, "reduction_kernels": {"reductions", "scans"},
+                  "scan_kernels": {"scans"}}
+
+
+@pytest.mark.parametrize("edited", sorted(KERNEL_MODULES))
+def test_editing_a_kernel_module_changes_its_family_kernel_keys(copied_tree, edited):
+    before = _family_keys()
+    _append(copied_tree["kernels_templates"] / f"{edited}.py", "# an edit")
+    after = _family_keys()
+    assert {family for family in engine.FAMILIES if before[family] != after[family]} == KERNEL_MODULES[edited]
+
+
 def test_editing_what_every_family_imports_changes_every_kernel_key(copied_tree):
     before = _family_keys()
     _append(copied_tree["kernels_templates"] / "common.py", "# an edit")

@@ -19,6 +19,39 @@ def test_adapter_names_are_real_overloads(family):
         assert callable(getattr(module.ATEN[name], "plan", None)), name  # engine.planned_adapter asks it
 
 
+# families whose kernels and host launcher are real modules (kernels_templates/<module>.py): what is rendered per
+# variant only binds them to the params, with the torch-facing `run`
+REAL_MODULES = {"matmul": "matmul_kernels", "fft": "fft_kernels", "reductions": "reduction_kernels",
+                "scans": "scan_kernels"}
+
+
+@pytest.mark.parametrize("family", sorted(REAL_MODULES))
+def test_rendered_text_only_binds_the_real_module(family):
+    """Every variant's rendered module, for GPUs and for the interpreter: no Triton code (no @triton.jit, no
+    `tl.`), one function, `run`, whose body is one call, at most 30 lines; its kernels are the real module's own
+    objects, which every variant shares."""
+    import ast
+
+    from jitdtypes import dtypes
+    from kernels_templates import common
+
+    module = importlib.import_module(f"kernels_templates.{family}")
+    real = importlib.import_module(f"kernels_templates.{REAL_MODULES[family]}")
+    for dtype in dtypes.COMPLEX_BY_NAME:
+        for params in module.variants(dtype):
+            for interpret in (False, True):
+                source = module.render({**params, "interpret": interpret})
+                assert not any(code in source for code in ("@triton.jit", "tl.", "import triton")), params
+                assert len(source.splitlines()) <= 30, (params, len(source.splitlines()))
+                functions = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef)]
+                assert [f.name for f in functions] == ["run"], params
+                body = functions[0].body[1:]  # after the docstring
+                assert len(body) == 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call)
+                rendered = common.exec_source(source, f"jd_test_rendered_{family}")
+                kernels = {name: value for name, value in vars(rendered).items() if name.endswith("_kernel")}
+                assert kernels and all(value is getattr(real, name) for name, value in kernels.items()), params
+
+
 def test_host_arithmetic_matches_triton():
     """Rendered host code divides and rounds with common.cdiv/next_power_of_2 (Triton's are constexpr functions,
     slow outside kernels): same results, including zero and negative arguments."""

@@ -16,7 +16,7 @@ import torch
 
 from conftest import DTYPE_NAMES, assert_close_16bit
 from jitdtypes import dtypes
-from kernels_templates import common, matmul
+from kernels_templates import common, matmul, matmul_kernels
 
 dtype_names = pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 
@@ -330,28 +330,28 @@ def test_variants_render_to_python_modules(dtype_name):
         assert "def run(" in source and "MUTATES" in source
 
 
-def test_gpu_configs_fit_tensor_cores_and_split_only_idle_grids(tmp_path, monkeypatch):
-    # The GPU variant's launch choices, without a GPU: triton.jit needs the source in a file to read it back.
+def test_gpu_configs_fit_tensor_cores_and_split_only_idle_grids(monkeypatch):
+    # The GPU variant's launch choices, without a GPU.
     params = matmul.variants("complex32")[0]
-    path = tmp_path / "matmul_gpu.py"
-    path.write_text(matmul.render(params))
-    module = common.exec_source(path.read_text(), "jd_test_matmul_gpu", filename=str(path))
+    module = common.exec_source(matmul.render(params), "jd_test_matmul_gpu")
+    config = module.product.config
+    assert config is matmul_kernels.GpuConfig
     h200 = types.SimpleNamespace(multi_processor_count=132)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: h200)
     shapes = [(1, 4096, 4096, 4096), (8, 512, 512, 64), (1, 512, 512, 512), (1, 4096, 1, 4096), (1, 1, 1, 10**6),
               (1, 64, 1, 10**5), (1, 128, 128, 10**5), (1, 1, 4096, 64)]
     for batch, m, n, k in shapes:
-        config = module.choose_config(batch, m, n, k, "cuda")
-        assert min(config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]) >= 16  # tl.dot's minimum on GPUs
-        programs = batch * -(-m // config["BLOCK_M"]) * -(-n // config["BLOCK_N"])
-        k_per_split = module.choose_k_split(programs, k, config["BLOCK_K"], "cuda")
+        chosen = config.choose_config(batch, m, n, k, "cuda")
+        assert min(chosen["BLOCK_M"], chosen["BLOCK_N"], chosen["BLOCK_K"]) >= 16  # tl.dot's minimum on GPUs
+        programs = batch * -(-m // chosen["BLOCK_M"]) * -(-n // chosen["BLOCK_N"])
+        k_per_split = config.choose_k_split(programs, k, chosen["BLOCK_K"], "cuda")
         if k_per_split < k:
-            assert 4 * programs <= 132 and k_per_split % config["BLOCK_K"] == 0
-            assert k_per_split >= 8 * config["BLOCK_K"]
-    assert module.choose_k_split(1, 10**6, 64, "cuda") < 10**6  # dot: split across the SMs
-    assert module.choose_k_split(4096, 4096, 32, "cuda") == 4096
+            assert 4 * programs <= 132 and k_per_split % chosen["BLOCK_K"] == 0
+            assert k_per_split >= 8 * chosen["BLOCK_K"]
+    assert config.choose_k_split(1, 10**6, 64, "cuda") < 10**6  # dot: split across the SMs
+    assert config.choose_k_split(4096, 4096, 32, "cuda") == 4096
     # the autotuned real-2x2-block configs: wgmma-sized on Hopper, stages that fit shared memory (H100, A100)
     for major, shared_bytes in ((9, 227 * 1024), (8, 163 * 1024)):
-        for block_m, block_n, block_k, warps, stages in module.GEMM_CONFIGS[major]:
+        for block_m, block_n, block_k, warps, stages in matmul_kernels.GEMM_CONFIGS[major]:
             assert min(block_m, 2 * block_n, 2 * block_k) >= 16 and (major < 9 or block_m >= 64 * (warps // 4))
             assert stages * (block_m * 2 * block_k + 2 * block_k * 2 * block_n) * 2 <= shared_bytes
