@@ -128,7 +128,7 @@ def reciprocal(x):
 
 
 # -- real functions, from those Inductor's C++ backend vectorizes fast on every torch -----------------------------
-# On torch 2.14 (not 2.11) Inductor's C++ code runs float32 expm1 and log1p through Sleef calls about 40x slower
+# On torch 2.14 (not 2.11) Inductor's C++ code runs float32 expm1 and log1p through Sleef calls many times slower
 # than its exp and log, and sinh and cosh as scalar std::sinh/std::cosh loops. Written with exp, log and
 # polynomials instead, they stay within 3 float32 ulps of the exact values, far below a 16-bit result's rounding.
 # The Triton library has its own (polynomials there, where a log near 1 is not accurate on every target).

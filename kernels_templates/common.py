@@ -82,7 +82,7 @@ def exec_source(source: str, module_name: str, *, filename: str | None = None) -
 
 
 def broadcast_shape(*shapes):
-    """torch.broadcast_shapes without its cost (about 7 us, in torch._refs) when the shapes are equal, as in
+    """torch.broadcast_shapes without its cost (it runs torch._refs' Python) when the shapes are equal, as in
     most calls."""
     first = shapes[0]
     for other in shapes[1:]:
@@ -92,7 +92,7 @@ def broadcast_shape(*shapes):
 
 
 def cdiv(a: int, b: int) -> int:
-    """triton.cdiv for host code: Triton 3.8 makes it a constexpr function, about 2 us per call outside a kernel."""
+    """triton.cdiv for host code: Triton 3.8 makes it a constexpr function, slow to call outside a kernel."""
     return -(-a // b)
 
 

@@ -216,7 +216,7 @@ class _TransformPlan:
         shape, dtype, passes, scale, direct = prepared
         if direct is not None and "out" not in kwargs and launcher.on_current_device(x):
             launch, like_x = direct
-            # empty_like: about 0.7 us less than parsing a shape
+            # empty_like: no shape to parse
             out = torch.empty_like(x) if like_x else torch.empty(shape, dtype=dtype, device=x.device)
             launch(x, out)
             return out

@@ -22,7 +22,7 @@ spills); at 16384 the 64 registers per thread that 32 warps leave are too few an
 
 r2c is a full complex FFT of length n with a zero imaginary part (2x the work of the n/2 packing trick, and
 onesided=False comes free): packing needs Z[-k] across the row, and tl.gather lowers that to per-element warp
-shuffles which at n = 4096 spilled 2 KB per thread on sm_90 and took ~15 s to compile. c2r does use packing,
+shuffles which at n = 4096 spilled 2 KB per thread on sm_90 and compiled slowly. c2r does use packing,
 since its mirror X[n/2 - k] is just another load:
   Z[k] = (X[k] + conj X[n/2-k]) + i w^-k (X[k] - conj X[n/2-k]), w = exp(-2 pi i / n), k < n/2, then
   x[2j] + i x[2j+1] = IFFT_{n/2}(Z) unnormalized, which is n times the inverse, i.e. ATen's unnormalized c2r.

@@ -4,14 +4,14 @@ Rendered modules launch through `launcher(kernel)[grid](*args, **constexprs)` wh
 `wrap_triton(kernel)[grid](...)`. Three cases:
 
 - Traced (torch.compile or torch.export through the module's custom op, or any caller that has not opted out):
-  wrap_triton's higher-order op, which tracing needs. In eager mode that op costs about 120 us per launch, so
+  wrap_triton's higher-order op, which tracing needs. In eager mode that op costs far more than the launch, so
   eager callers opt out the way torch.library.triton_op's own eager kernel does (`eager_calls`).
 - Eager, first launch of a specialization: Triton's own `JITFunction.run` (bind, specialize, compile or load,
   launch), which returns the compiled kernel; it is kept under a key computed from the arguments.
 - Eager, a specialization seen before: the compiled kernel's launcher is called with exactly the arguments
   `JITFunction.run` passes it (grid, stream, function, metadata, hooks, every bound argument in signature
-  order), skipping the binder, the cache key's string building and the global-value checks (about 5 of its
-  7 us per launch on the host).
+  order), skipping the binder, the cache key's string building and the global-value checks (most of its host
+  time per launch).
 
 Host code that knows what determines its launch skips even that key: `launch_pointers(key, grid, args, kwargs,
 tensors)` keeps the launch under the caller's hashable `key` (its geometry: element count or shapes and

@@ -193,7 +193,7 @@ class _ProductPlan:
             return _complex_product(self.load, product.form, a, b, bias=bias, beta=beta, alpha=alpha, out=out,
                                     in_place=product.in_place, conj_a=product.conj_a)
         if written is None:
-            # empty_like a contiguous operand of the result's shape: about 0.7 us less than parsing a shape
+            # empty_like a contiguous operand of the result's shape: no shape to parse
             written = (torch.empty(thin.shape, dtype=a.dtype, device=a.device) if thin.like is None
                        else torch.empty_like((a, b, bias)[thin.like]))
         if written.numel():

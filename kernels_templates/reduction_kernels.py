@@ -50,6 +50,7 @@ import triton
 import triton.language as tl
 
 from . import launcher
+from .complex_math import cmul
 from .common import cdiv, collapse_dims, next_power_of_2
 
 # Dims the kernel indexes after merging; unused ones get size 1, which Triton specializes to a constant,
@@ -115,11 +116,6 @@ def _store_pair(out_ptr, kept0, n_kept, re, im, KEPT_BLOCK: tl.constexpr):
 @triton.jit
 def _store_real(out_ptr, kept, kept_mask, value):
     tl.store(out_ptr + kept, value.to(out_ptr.dtype.element_ty), mask=kept_mask)
-
-
-@triton.jit
-def cmul(a_re, a_im, b_re, b_im):
-    return a_re * b_re - a_im * b_im, a_re * b_im + a_im * b_re
 
 
 # tl.max / tl.min drop NaN (maxnum semantics); the inf-norms must return NaN for a row holding one.

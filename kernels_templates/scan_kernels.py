@@ -34,6 +34,7 @@ import triton
 import triton.language as tl
 
 from . import launcher
+from .complex_math import cmul
 from .common import cdiv, collapse_dims, next_power_of_2
 
 # Kept dims the kernel indexes after merging; unused ones get size 1, which Triton specializes to a
@@ -51,11 +52,6 @@ SPLIT_MULTIPLES = {False: 16, True: 4}
 TILES = {False: (1024, 256), True: (64, 8)}
 
 # -- kernels -------------------------------------------------------------------------------------------------
-
-
-@triton.jit
-def cmul(a_re, a_im, b_re, b_im):
-    return a_re * b_re - a_im * b_im, a_re * b_im + a_im * b_re
 
 
 @triton.jit

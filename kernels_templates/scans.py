@@ -97,7 +97,7 @@ class _Scan(common.Planned):
 
 
 def _fresh_output(x: torch.Tensor) -> torch.Tensor:
-    return torch.empty_like(x, memory_format=torch.contiguous_format)  # about 1 us less than torch.empty
+    return torch.empty_like(x, memory_format=torch.contiguous_format)  # no shape to parse, as torch.empty would
 
 
 class _ScanPlan:

@@ -1,4 +1,4 @@
-"""Backward passes in 32 bits (jitdtypes/wide_gradients.py): formulas that reject the 16-bit complex dtypes, and
+"""Backward passes in 32 bits (jitdtypes/upcast/wide_gradients.py): formulas that reject the 16-bit complex dtypes, and
 formulas that overflow float16 in an intermediate, give complex64's gradients on the same rounded inputs."""
 
 import pytest
