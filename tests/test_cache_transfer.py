@@ -142,7 +142,7 @@ HOSTILE = {
     "block device": (lambda m: m + [_special("kernels/blk", tarfile.BLKTYPE)], "device file", None),
     "fifo": (lambda m: m + [_special("kernels/fifo", tarfile.FIFOTYPE)], "FIFO", None),
     "oversized member": (lambda m: m, "limit per member", transfer.Limits(member_bytes=1000)),
-    "oversized archive": (lambda m: m, "limit in all", transfer.Limits(total_bytes=10_000)),
+    "oversized archive": (lambda m: m, "limit in all", "half the archive"),  # a limit under its real size
     "too many members": (lambda m: m, "more than 3 members", transfer.Limits(members=3)),
     "unexpected file": (lambda m: m + [(f"kernels/{_key_of(m)}/evil.py", b"x")], "not a path", None),
     "non-canonical path": (lambda m: m + [(f"kernels//{_key_of(m)}/kernel.py", b"x")], "plain relative", None),
@@ -164,8 +164,12 @@ HOSTILE = {
 def test_hostile_archive_is_refused_and_changes_nothing(archive, tmp_path, case):
     path, _ = archive
     build, wording, limits = HOSTILE[case]
+    members = build(_members(path))
+    if limits == "half the archive":
+        total = sum(len(data) for _, data in members)
+        limits = transfer.Limits(member_bytes=total, total_bytes=total // 2)
     hostile = tmp_path / "hostile.tar.gz"
-    _write(hostile, build(_members(path)))
+    _write(hostile, members)
     target = tmp_path / "target"
     with pytest.raises(transfer.ArchiveRefused) as refused:
         transfer.import_archive(hostile, target, limits)
