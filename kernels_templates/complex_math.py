@@ -66,13 +66,14 @@ def to_bf16(v):
     return half.to(tl.bfloat16, bitcast=True)
 
 
+# tl.maximum / tl.minimum default to maxnum semantics, which drop a NaN; these keep it (reductions use them too)
 @triton.jit
-def _maximum(x, y):
+def nan_maximum(x, y):
     return tl.maximum(x, y, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
-def _minimum(x, y):
+def nan_minimum(x, y):
     return tl.minimum(x, y, propagate_nan=tl.PropagateNan.ALL)
 
 
@@ -83,8 +84,8 @@ def hypot(x, y):
     ax = tl.abs(x)
     ay = tl.abs(y)
     infinite = (ax == float("inf")) | (ay == float("inf"))
-    big = tl.where(infinite, float("inf"), _maximum(ax, ay))
-    ratio = tl.where(infinite, 0.0, _minimum(ax, ay) / tl.where(big == 0.0, 1.0, big))
+    big = tl.where(infinite, float("inf"), nan_maximum(ax, ay))
+    ratio = tl.where(infinite, 0.0, nan_minimum(ax, ay) / tl.where(big == 0.0, 1.0, big))
     return big * tl.sqrt(1.0 + ratio * ratio)
 
 
@@ -262,8 +263,8 @@ def cdiv(ar, ai, br, bi):
     # Smith's division, with each operand whose larger part passes HUGE scaled by 1/4 first, so that the sums
     # c + d r and a + b r stay finite: bf16 parts reach 3.4e38, where c10's division gives inf, NaN or 0 for
     # quotients of ordinary size.
-    a_scale = tl.where(_maximum(tl.abs(ar), tl.abs(ai)) > HUGE, 0.25, 1.0)
-    b_scale = tl.where(_maximum(tl.abs(br), tl.abs(bi)) > HUGE, 0.25, 1.0)
+    a_scale = tl.where(nan_maximum(tl.abs(ar), tl.abs(ai)) > HUGE, 0.25, 1.0)
+    b_scale = tl.where(nan_maximum(tl.abs(br), tl.abs(bi)) > HUGE, 0.25, 1.0)
     return _smith(ar * a_scale, ai * a_scale, br * b_scale, bi * b_scale, b_scale / a_scale)
 
 
@@ -306,8 +307,8 @@ def _log_magnitude(x, y):
     ax = tl.abs(x)
     ay = tl.abs(y)
     infinite = (ax == float("inf")) | (ay == float("inf"))
-    big = tl.where(infinite, float("inf"), _maximum(ax, ay))
-    small = _minimum(ax, ay)
+    big = tl.where(infinite, float("inf"), nan_maximum(ax, ay))
+    small = nan_minimum(ax, ay)
     ratio = small / tl.where(big == 0.0, 1.0, big)
     far = tl.log(big) + 0.5 * log1p(tl.where(infinite, 0.0, ratio * ratio))
     near = 0.5 * log1p((big - 1.0) * (big + 1.0) + small * small)
@@ -340,7 +341,7 @@ def csqrt(x, y):
     # Kahan's: t = sqrt((|x| + |z|) / 2) never cancels and the other part is y / 2t; the branch cut on the
     # negative reals, the sign of im kept (-4 - 0i -> -2i). Parts past HUGE are scaled by 1/4 (sqrt z =
     # 2 sqrt(z/4)) so that |x| + |z| stays finite. Annex G: sqrt(x + i inf) = inf + i inf for every x.
-    big = _maximum(tl.abs(x), tl.abs(y)) > HUGE
+    big = nan_maximum(tl.abs(x), tl.abs(y)) > HUGE
     scale = tl.where(big, 0.25, 1.0)
     c = x * scale
     d = y * scale
@@ -446,7 +447,7 @@ def csigmoid(x, y):
 @triton.jit
 def csgn(x, y):
     # z / |z|, and 0 at 0; |z| may pass 3.4e38, |z / 4| not.
-    scale = tl.where(_maximum(tl.abs(x), tl.abs(y)) > HUGE, 0.25, 1.0)
+    scale = tl.where(nan_maximum(tl.abs(x), tl.abs(y)) > HUGE, 0.25, 1.0)
     x = x * scale
     y = y * scale
     size = hypot(x, y)

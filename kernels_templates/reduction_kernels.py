@@ -50,7 +50,8 @@ import triton
 import triton.language as tl
 
 from . import launcher
-from .complex_math import cmul
+# the inf-norms must return NaN for a row holding one: tl.max / tl.min would drop it
+from .complex_math import cmul, nan_maximum, nan_minimum
 from .common import cdiv, collapse_dims, next_power_of_2
 
 # Dims the kernel indexes after merging; unused ones get size 1, which Triton specializes to a constant,
@@ -116,17 +117,6 @@ def _store_pair(out_ptr, kept0, n_kept, re, im, KEPT_BLOCK: tl.constexpr):
 @triton.jit
 def _store_real(out_ptr, kept, kept_mask, value):
     tl.store(out_ptr + kept, value.to(out_ptr.dtype.element_ty), mask=kept_mask)
-
-
-# tl.max / tl.min drop NaN (maxnum semantics); the inf-norms must return NaN for a row holding one.
-@triton.jit
-def _nan_max(a, b):
-    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)
-
-
-@triton.jit
-def _nan_min(a, b):
-    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit
@@ -208,9 +198,9 @@ def _combine_lanes(v0, v1, v2, AXIS: tl.constexpr, STEP: tl.constexpr, KIND: tl.
     if KIND == "prod":
         v0, v1 = tl.reduce((v0, v1), AXIS, cmul)
     elif KIND == "norm" and RESULT == "inf":
-        v0 = tl.reduce(v0, AXIS, _nan_max)
+        v0 = tl.reduce(v0, AXIS, nan_maximum)
     elif KIND == "norm" and RESULT == "-inf":
-        v0 = tl.reduce(v0, AXIS, _nan_min)
+        v0 = tl.reduce(v0, AXIS, nan_minimum)
     elif KIND == "scaled_norm" and STEP == 1:
         v0 = tl.max(v0, AXIS)
     else:
@@ -275,9 +265,9 @@ def _combine_partials(partials_ptr, splits, FIRST: tl.constexpr, STEP: tl.conste
         else:
             v0_partial = tl.load(partials_ptr + FIRST * value_stride + offsets, mask=mask, other=IDENTITY)
             if KIND == "norm" and RESULT == "inf":
-                v0 = _nan_max(v0, v0_partial)
+                v0 = nan_maximum(v0, v0_partial)
             elif KIND == "norm" and RESULT == "-inf":
-                v0 = _nan_min(v0, v0_partial)
+                v0 = nan_minimum(v0, v0_partial)
             elif KIND == "scaled_norm" and STEP == 1:
                 v0 = tl.maximum(v0, v0_partial)
             else:
