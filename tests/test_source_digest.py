@@ -94,6 +94,19 @@ def test_the_discovery_key_follows_every_module_discovery_runs(copied_tree):
     assert results.build_key("cpu") != before
 
 
+@pytest.mark.parametrize("edited", ["kernels_templates/complex_math.py", "kernels_templates/reduction_kernels.py",
+                                    "jitdtypes/cpu_kernels/table.py"])
+def test_the_discovery_key_leaves_out_the_kernels_probing_turns_off(copied_tree, edited):
+    before = results.build_key("cpu")
+    package, _, rest = edited.partition("/")
+    _append(copied_tree[package] / rest, "# an edit")
+    source_digest.of.cache_clear()
+    assert results.build_key("cpu") == before
+    _append(copied_tree["jitdtypes"] / "triton_kernels" / "engine.py", "# an edit")  # the switch children use
+    source_digest.of.cache_clear()
+    assert results.build_key("cpu") != before
+
+
 def test_imports_are_read_in_every_spelling(tmp_path):
     package = tmp_path / "pkg"
     (package / "sub").mkdir(parents=True)
@@ -118,7 +131,10 @@ def test_imports_are_read_in_every_spelling(tmp_path):
     assert tree.imports("pkg.sub.y") == {"pkg.sub.x"}  # every module of the package, itself aside
     assert tree.closure(["pkg.a"]) == ["pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.d", "pkg.lazy", "pkg.sub.x",
                                        "pkg.sub.y"]
+    assert tree.closure(["pkg.a"], leaving_out=("pkg.sub",)) == ["pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.lazy"]
     digest = tree.digest(["pkg.a"])
+    left_out = tree.digest(["pkg.a"], leaving_out=("pkg.sub",))
     (package / "d.py").write_text("# reached through sub/x.py\n")
     assert SourceTree({"pkg": package}).digest(["pkg.a"]) != digest
+    assert SourceTree({"pkg": package}).digest(["pkg.a"], leaving_out=("pkg.sub",)) == left_out
     assert jitdtypes.__version__  # the version is in every key by itself

@@ -54,6 +54,8 @@ MODES = ("auto", "skip-cuda", "cached", "probe")  # probe: as auto, the shipped 
 SHIPPED = Path(__file__).parent / "shipped"
 SHIPPED_DEVICES = ("cpu",)
 CI_TORCH_BUILDS = ("2.14.1+cu130", "2.11.0+cu130")
+# what runner's children turn off (templates, JITDTYPES_CPU_KERNELS=off): build_key leaves their code out
+NOT_RUN_WHILE_PROBING = ("kernels_templates", "jitdtypes.cpu_kernels")
 
 
 def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
@@ -63,8 +65,12 @@ def _has_own_backend_kernel(full_name: str, device_type: str) -> bool:
 def build_key(device_type: str) -> str:
     """What a discovery result on `device_type` depends on: this torch build, jitdtypes, the code discovery runs
     (this module and every module it imports, source_digest) and any test faults, so that results probed under
-    them are never read by an ordinary import. The key of its cache entry."""
-    return cache_key(DISCOVERY, source_digest.of(__name__), {
+    them are never read by an ordinary import. The key of its cache entry.
+
+    The kernels are not part of that code: probing children turn Triton templates and generated CPU kernels
+    off (runner), so their verdicts are the upcast path's, and an edited kernel re-probes nothing (nor makes
+    the shipped results stale)."""
+    return cache_key(DISCOVERY, source_digest.of(__name__, leaving_out=NOT_RUN_WHILE_PROBING), {
         "format": FORMAT, "device": device_type, "torch": torch.__version__,
         "git": (torch.version.git_version or "")[:10], "cuda": torch.version.cuda or "nocuda",
         "jitdtypes": __version__, "faults": simulated_faults.spec()})
