@@ -21,7 +21,7 @@ import torch
 _LN2 = math.log(2.0)
 _INV_LN2, _INV_LN10 = 1.0 / math.log(2.0), 1.0 / math.log(10.0)
 # Parts above this are scaled by 1/4 where a formula adds two of them or their products (|x| + |z|, |z| itself,
-# Smith's c + d r, the products of two roots in the inverse functions).
+# the products of two roots in the inverse functions).
 HUGE = 1e38
 # tanh z is sign(x) + 4i sin y cos y e^-2|x| to float32 precision past |x| = 9.1, where 2 e^-2|x| is below half
 # an ulp of 1 (2^-25).
@@ -87,16 +87,15 @@ def mul(x, y):
     return a * c - b * d, a * d + b * c
 
 
-def _smith(a, b, c, d, scale=1.0):
+def _smith(a, b, c, d):
     """(a + bi) / (c + di) by Smith's algorithm, c10::complex's branches with the operands chosen first: divide
     through by the larger part of the divisor, so no square is formed; each step runs once instead of once per
-    branch. `scale` multiplies the quotient (div's undoing of its scaling). A zero divisor gives a / |0| per part
-    as in c10 (x * inf, without a division): 1 / (-0 + 0i) is inf + i NaN; a divisor below 3e-39, whose inverse
-    overflows, gives inf or NaN, as in c10."""
+    branch. A zero divisor gives a / |0| per part as in c10 (x * inf, without a division): 1 / (-0 + 0i) is
+    inf + i NaN; a divisor below 3e-39, whose inverse overflows, gives inf or NaN, as in c10."""
     c_wins = c.abs() >= d.abs()
     larger, smaller = torch.where(c_wins, c, d), torch.where(c_wins, d, c)
     ratio = smaller / larger
-    factor = scale / (larger + smaller * ratio)
+    factor = 1.0 / (larger + smaller * ratio)
     # c wins: re (a + b r) f, im (b - a r) f; d wins: re (a r + b) f, im (b r - a) f
     u, v = torch.where(c_wins, a, b), torch.where(c_wins, b, a)
     u_ratio = u * ratio
@@ -107,17 +106,16 @@ def _smith(a, b, c, d, scale=1.0):
 
 
 def div(x, y):
-    """Smith's division (_smith), with each operand whose larger part passes HUGE scaled by 1/4 first, so that
-    the sums c + d r and a + b r stay finite: bfloat16 parts reach 3.4e38, where c10's division gives inf, NaN or
-    0 for quotients of ordinary size ((3e38 + 3e38i) / (3e38 - 1e38i) is 0.6 + 1.2i)."""
+    """Smith's division (_smith), unscaled, as c10::complex and so complex64 divide: operands whose sums c + d r
+    or a + b r pass 3.4e38 (bfloat16 parts can) give inf, NaN or 0 as they do in complex64. Scaling them first
+    would cost every quotient of a compiled chain a compare, a select and four products for inputs that the
+    16-bit results cannot hold anyway, and would part the compiled values from eager's."""
     (a, b), (c, d) = x, y
     if d is None:
         return a / c, (None if b is None else b / c)
     like = a if isinstance(a, torch.Tensor) else c if isinstance(c, torch.Tensor) else d
     a, b, c, d = (_tensor(v, like) for v in (a, imag_or_zero(b), c, d))
-    a_scale = torch.where(torch.maximum(a.abs(), b.abs()) > HUGE, 0.25, 1.0)
-    b_scale = torch.where(torch.maximum(c.abs(), d.abs()) > HUGE, 0.25, 1.0)
-    return _smith(a * a_scale, b * a_scale, c * b_scale, d * b_scale, b_scale / a_scale)
+    return _smith(a, b, c, d)
 
 
 def reciprocal(x):

@@ -238,16 +238,15 @@ def cmul(ar, ai, br, bi):
 
 
 @triton.jit
-def _smith(a, b, c, d, scale):
+def _smith(a, b, c, d):
     # (a + bi) / (c + di) by Smith's algorithm, c10::complex's branches with the operands chosen first: divide
-    # through by the larger part of the divisor, so no square is formed. `scale` multiplies the quotient. A zero
-    # divisor gives a / |0| per part as in c10 (x * inf): 1 / (-0 + 0i) is inf + i NaN; a divisor below 3e-39,
+    # through by the larger part of the divisor, so no square is formed. A zero divisor gives a / |0| per part as in c10 (x * inf): 1 / (-0 + 0i) is inf + i NaN; a divisor below 3e-39,
     # whose inverse overflows, gives inf or NaN, as in c10.
     c_wins = tl.abs(c) >= tl.abs(d)
     larger = tl.where(c_wins, c, d)
     smaller = tl.where(c_wins, d, c)
     ratio = smaller / larger
-    factor = scale / (larger + smaller * ratio)
+    factor = 1.0 / (larger + smaller * ratio)
     # c wins: re (a + b r) f, im (b - a r) f; d wins: re (a r + b) f, im (b r - a) f
     u = tl.where(c_wins, a, b)
     v = tl.where(c_wins, b, a)
@@ -260,19 +259,16 @@ def _smith(a, b, c, d, scale):
 
 @triton.jit
 def cdiv(ar, ai, br, bi):
-    # Smith's division, with each operand whose larger part passes HUGE scaled by 1/4 first, so that the sums
-    # c + d r and a + b r stay finite: bf16 parts reach 3.4e38, where c10's division gives inf, NaN or 0 for
-    # quotients of ordinary size.
-    a_scale = tl.where(nan_maximum(tl.abs(ar), tl.abs(ai)) > HUGE, 0.25, 1.0)
-    b_scale = tl.where(nan_maximum(tl.abs(br), tl.abs(bi)) > HUGE, 0.25, 1.0)
-    return _smith(ar * a_scale, ai * a_scale, br * b_scale, bi * b_scale, b_scale / a_scale)
+    # Smith's division, unscaled as in c10::complex and complex64: sums past 3.4e38 (bf16 parts) give inf, NaN or
+    # 0 as complex64's do (the torch-level div says why).
+    return _smith(ar, ai, br, bi)
 
 
 @triton.jit
 def creciprocal(x, y):
     # 1 / z: Smith's division of 1 + 0i, unscaled as in c10: where |z| passes 1.7e38 the result, below 6e-39, is
     # 0 (as eager gives) rather than that subnormal.
-    return _smith(1.0, 0.0, x, y, 1.0)
+    return _smith(1.0, 0.0, x, y)
 
 
 # -- exponentials, logarithms, roots, powers --------------------------------------------------------------------
@@ -328,7 +324,7 @@ def clog1p(x, y):
     u_re = 1.0 + x
     shifted = u_re - 1.0
     log_re, log_im = clog(u_re, y)
-    quotient_re, quotient_im = _smith(x, y, shifted, y, 1.0)
+    quotient_re, quotient_im = _smith(x, y, shifted, y)
     corrected_re, corrected_im = cmul(log_re, log_im, quotient_re, quotient_im)
     unchanged = (u_re == 1.0) & (y == 0.0)
     exact = (shifted == x) & (y == y)
