@@ -7,9 +7,10 @@ import without installing anything. What importing does, and undoes, is installe
 
 from . import installer
 from ._version import __version__
-from .installer import disable, disabled, enable, guard, is_enabled, set_cpu_backend
+from .installer import disable, disabled, enable, guard, is_enabled, set_compile_complex, set_cpu_backend
 from .reports.stats import stats
 
-__all__ = ["__version__", "disable", "disabled", "enable", "guard", "is_enabled", "set_cpu_backend", "stats"]
+__all__ = ["__version__", "disable", "disabled", "enable", "guard", "is_enabled", "set_compile_complex",
+           "set_cpu_backend", "stats"]
 
 installer.install_on_import()

@@ -31,6 +31,13 @@ SQUARES_LARGE, SQUARES_SCALE = 2.0**60, 2.0**-66
 # sinh and cosh past |x| = 88 (e^88 < 3.4e38 < e^89): e^|x| / 2 applied in two halves of e^(|x| / 2), so that
 # sinh(x) cos(y) stays finite where e^|x| overflows.
 SINH_LARGE = 88.0
+# The same two cut-offs where float64 parts (complex128) reach them: 2 e^-2|x| below half an ulp of 1 (2^-54),
+# e^709 < 1.8e308 < e^710. The Triton library has float32 parts only.
+TANH_LARGE_FLOAT64, SINH_LARGE_FLOAT64 = 19.1, 709.0
+
+
+def _cut_off(t: torch.Tensor, for_float32: float, for_float64: float) -> float:
+    return for_float64 if t.dtype == torch.float64 else for_float32
 
 
 def imag_or_zero(im):
@@ -150,10 +157,13 @@ def real_log1p(x: torch.Tensor) -> torch.Tensor:
 
 def _sinh(t: torch.Tensor):
     """(sinh t, e^|t|, e^-|t|): (e^|t| - e^-|t|) / 2 signed like t, and below |t| = 1, where that cancels, the
-    Taylor series to t^11 (the next term is under 2^-32 of it)."""
+    Taylor series to t^11 (the next term is under 2^-32 of it: a float32 series; float64 parts take torch's sinh,
+    as complex128's kernels do)."""
     size = t.abs()
     e = torch.exp(size)
     inverse = 1.0 / e
+    if t.dtype == torch.float64:
+        return torch.sinh(t), e, inverse
     s = t * t
     series = t * (1.0 + s * (0.16666666666666666 + s * (0.008333333333333333 + s * (
         0.0001984126984126984 + s * (2.7557319223985893e-06 + s * 2.505210838544172e-08)))))
@@ -165,7 +175,7 @@ def _sinh_cosh_times(t, a, b):
     two halves of e^(|t|/2)."""
     sinh_t, e, inverse = _sinh(t)
     half = torch.exp(0.5 * t.abs())
-    large = t.abs() > SINH_LARGE
+    large = t.abs() > _cut_off(t, SINH_LARGE, SINH_LARGE_FLOAT64)
     sinh_a = torch.where(large, (torch.copysign(torch.full_like(t, 0.5), t) * half * a) * half, sinh_t * a)
     cosh_b = torch.where(large, (0.5 * half * b) * half, 0.5 * (e + inverse) * b)
     return sinh_a, cosh_b
@@ -342,7 +352,7 @@ def tanh(x):
     beta = 1.0 + t * t
     s = _sinh(a)[0]
     denominator = 1.0 + beta * s * s
-    large = a.abs() > TANH_LARGE
+    large = a.abs() > _cut_off(a, TANH_LARGE, TANH_LARGE_FLOAT64)
     re = torch.where(large, torch.copysign(torch.ones_like(a), a),
                      beta * torch.sqrt(1.0 + s * s) * s / denominator)
     im = torch.where(large, 4.0 * sin_b * cos_b * torch.exp(-2.0 * a.abs()), t / denominator)

@@ -21,6 +21,7 @@ log = logging.getLogger("jitdtypes")
 _lock = threading.RLock()
 _registration = None
 _compile_path = None  # compile_path.Installation while enabled (torch.compile support)
+_compile_complex: frozenset = frozenset()  # the wide complex dtypes chosen to compile planar (set_compile_complex)
 discoveries: dict = {}  # device type -> discovery.Discovery, learned once per process
 
 
@@ -31,6 +32,22 @@ def set_cpu_backend(name: str) -> None:
     from .triton_kernels import engine
 
     engine.set_cpu_backend(name)
+
+
+def set_compile_complex(*dtypes) -> None:
+    """Make torch.compile fuse complex64 and/or complex128 code: their graphs are computed on real parts
+    (float32, float64) as complex32's are, instead of running op by op in ATen. Takes torch dtypes or names
+    ("complex64"); no argument turns it off. Functions compiled before a change compile again on their next
+    call (Dynamo is reset). Also settable with JITDTYPES_COMPILE_COMPLEX=complex64,complex128 before import;
+    in effect while jitdtypes is enabled."""
+    global _compile_complex
+    from .compile_path import opt_in
+
+    chosen = opt_in.chosen_dtypes(dtypes)
+    with _lock:
+        _compile_complex = chosen
+        if _compile_path is not None:
+            _compile_path.choose_complex(chosen)
 
 
 def device_types() -> list[str]:
@@ -68,6 +85,7 @@ def enable(guard: str | None = None) -> None:
         numpy_arrays.install()
         torch_warnings.install()
         _compile_path = compile_path.install(findings)
+        _compile_path.choose_complex(_compile_complex)
         log.debug("jitdtypes: %d kernels registered (%s guard)", len(_registration.keys), chosen)
 
 
@@ -124,8 +142,13 @@ def install_on_import() -> None:
     """What `import jitdtypes` does: JITDTYPES_CPU_BACKEND chosen, then everything enabled, unless
     JITDTYPES_DISABLE=1 or the process is the `jitdtypes` command (which enables only for the subcommands that
     use the overrides, not `cache ...`; torch comes with them, so `jitdtypes --help` does not wait for it)."""
+    global _compile_complex
     if os.environ.get("JITDTYPES_CPU_BACKEND"):
         set_cpu_backend(os.environ["JITDTYPES_CPU_BACKEND"])
+    if os.environ.get("JITDTYPES_COMPILE_COMPLEX", "").strip():
+        from .compile_path import opt_in
+
+        _compile_complex = opt_in.parse(os.environ["JITDTYPES_COMPILE_COMPLEX"])
     is_cli = os.path.basename(sys.argv[0] if sys.argv else "") == "jitdtypes"
     if os.environ.get("JITDTYPES_DISABLE", "").strip() in ("", "0") and not is_cli:
         enable()

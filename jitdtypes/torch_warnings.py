@@ -40,18 +40,19 @@ def uninstall() -> None:
     warnings._filters_mutated()
 
 
-def skip_complex_check(lowering):
+def skip_complex_check(lowering, handled):
     """Wraps `lowering.unsupported_input_tensor` (torch._inductor.lowering, which warns for any complex tensor
     and then answers True: Inductor generates no code for the node) so that it answers True without warning for
-    a 16-bit complex tensor that is a constant, is read as words (aten.view.dtype), or meets an op Inductor
-    generates no code for in any dtype (linear algebra). Other 16-bit uses, say an op the compile path leaves to
-    ATen that Inductor could have fused, and every complex64 tensor still get Inductor's check and warning.
-    Returns the function that puts Inductor's back (unless something replaced the wrapper since)."""
+    a tensor of a dtype the compile path handles (`handled()`: 16-bit complex, and complex64/complex128 opted
+    in) that is a constant, is read as words (aten.view.dtype), or meets an op Inductor generates no code for in
+    any dtype (linear algebra). Other uses, say an op the compile path leaves to ATen that Inductor could have
+    fused, and every other complex tensor still get Inductor's check and warning. Returns the function that puts
+    Inductor's back (unless something replaced the wrapper since)."""
     inductor_check = lowering.unsupported_input_tensor
     view_as_words = torch.ops.aten.view.dtype
 
     def unsupported_input_tensor(t, node=None):
-        if t.dtype in COMPLEX_TARGETS and (
+        if t.dtype in handled() and (
             node is None or node.target is view_as_words or node.target in lowering.fallbacks
             or node.target not in lowering.lowerings
         ):

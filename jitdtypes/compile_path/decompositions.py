@@ -19,7 +19,7 @@ import torch
 from torch.utils._pytree import tree_flatten
 
 from .. import dtypes
-from . import layout_ops, custom_ops
+from . import custom_ops, layout_ops, opt_in
 from .. import complex_math as F
 from . import planar
 
@@ -60,9 +60,9 @@ def _complex_input(x) -> bool:
 
 
 def _arithmetic_involved(*operands) -> bool:
-    """planar.involved, or real 16-bit operands with a complex number or 0-dim complex tensor (x * 1j on
-    float16): ATen's promotion makes the result 16-bit complex then."""
-    return planar.involved(*operands) or _result_dtype(*operands) in planar.SIXTEEN_BIT_COMPLEX
+    """planar.involved, or real operands with a complex number or 0-dim complex tensor (x * 1j on float16, or
+    on float32 with complex64 opted in): ATen's promotion makes the result a complex dtype compiled planar."""
+    return planar.involved(*operands) or _result_dtype(*operands) in opt_in.complex_dtypes()
 
 
 def _planar(formula, *operands, dtype: torch.dtype | None = None):
@@ -286,19 +286,19 @@ def _view_as_real(x):
 
 @_register(prims.convert_element_type.default)
 def _convert_element_type(x, dtype):
-    if x.is_complex() and (planar.involved(x) or dtype in planar.SIXTEEN_BIT_COMPLEX):
+    if x.is_complex() and (planar.involved(x) or dtype in opt_in.complex_dtypes()):
         if dtype.is_complex:
             return _planar(lambda a: a, x, dtype=dtype)
         re, im = planar.parts(x, planar.compute_dtype(x.dtype))
         return F.nonzero((re, im)) if dtype == torch.bool else re.to(dtype)  # ATen keeps the real part
-    if dtype in planar.SIXTEEN_BIT_COMPLEX:
+    if dtype in opt_in.complex_dtypes():
         return _planar(lambda a: a, x, dtype=dtype)
     return NotImplemented
 
 
 def _complex_of_real(*parts) -> torch.dtype | None:
     promoted = _result_dtype(*parts)
-    return dtypes.COMPLEX_OF.get(promoted) if promoted in planar.SIXTEEN_BIT_REAL else None
+    return dtypes.complex_of(promoted) if promoted in opt_in.real_dtypes() else None
 
 
 @_register(aten.complex.default)
@@ -306,7 +306,8 @@ def _complex(re, im):
     dtype = _complex_of_real(re, im)
     if dtype is None:
         return NotImplemented
-    return planar.assemble(re.float(), im.float(), dtype)
+    compute = planar.compute_dtype(dtype)
+    return planar.assemble(re.to(compute), im.to(compute), dtype)
 
 
 @_register(aten.polar.default)
@@ -314,31 +315,34 @@ def _polar(magnitude, angle):
     dtype = _complex_of_real(magnitude, angle)
     if dtype is None:
         return NotImplemented
-    magnitude, angle = magnitude.float(), angle.float()
+    compute = planar.compute_dtype(dtype)
+    magnitude, angle = magnitude.to(compute), angle.to(compute)
     return planar.assemble(magnitude * torch.cos(angle), magnitude * torch.sin(angle), dtype)
 
 
 @_register(aten.view_as_complex.default)
 def _view_as_complex(x):
-    if _keeping() or x.dtype not in planar.SIXTEEN_BIT_REAL:
+    if _keeping() or x.dtype not in opt_in.real_dtypes():
         return NotImplemented
-    return _kept_view(aten.view_as_complex.default, (x,), {}, x[..., 0].float(), x[..., 1].float())
+    compute = planar.compute_dtype(x.dtype)
+    return _kept_view(aten.view_as_complex.default, (x,), {}, x[..., 0].to(compute), x[..., 1].to(compute))
 
 
 @_register(aten.full.default)
 def _full(size, fill_value, *, dtype=None, layout=None, device=None, pin_memory=None):
-    if dtype not in planar.SIXTEEN_BIT_COMPLEX:
+    if dtype not in opt_in.complex_dtypes():
         return NotImplemented
     re, im = (fill_value.real, fill_value.imag) if isinstance(fill_value, complex) else (fill_value, 0.0)
-    # the parts are the fill rounded to 16 bits, as eager's tensor holds them (full(70000) is inf in complex32)
-    part = dtypes.part_dtype(dtype)
-    make = lambda value: torch.full(size, value, dtype=torch.float32, device=device).to(part).float()  # noqa: E731
+    # the parts are the fill rounded to the part dtype, as eager's tensor holds them (full(70000) is inf in
+    # complex32)
+    part, compute = dtypes.part_dtype(dtype), planar.compute_dtype(dtype)
+    make = lambda value: torch.full(size, value, dtype=compute, device=device).to(part).to(compute)  # noqa: E731
     return planar.assemble(make(re), make(im), dtype)
 
 
 @_register(aten.scalar_tensor.default)
 def _scalar_tensor(value, *, dtype=None, layout=None, device=None, pin_memory=None):
-    if dtype not in planar.SIXTEEN_BIT_COMPLEX:
+    if dtype not in opt_in.complex_dtypes():
         return NotImplemented
     return _full([], value, dtype=dtype, device=device)
 

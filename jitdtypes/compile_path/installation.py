@@ -15,7 +15,9 @@
    `torch_warnings.skip_complex_check`), where the warning is false; kept for every other complex tensor.
 5. A tag in torch.compiler.config.cache_key_tag: Inductor's and AOTAutograd's on-disk caches key on the
    Dynamo graph, which is the same with and without these decompositions, so entries made without them (or
-   by another version of them) must not be reused.
+   by another version of them, or with another choice of opted-in dtypes) must not be reused.
+6. The opted-in wide complex dtypes (opt_in.py, `choose_complex`), which the decompositions then compute
+   planar too; remove() opts them out.
 
 Importing Inductor or Dynamo costs about a second each, so 2, 3 and 4 happen when torch._inductor.lowering and
 torch._dynamo.trace_rules are first imported (by the first torch.compile), or right away if they already are.
@@ -33,7 +35,7 @@ from pathlib import Path
 
 import torch
 
-from . import meta_kernels
+from . import meta_kernels, opt_in
 
 log = logging.getLogger("jitdtypes")
 
@@ -68,6 +70,26 @@ class Installation:
         self.cache_tag: str | None = None
         self.previous_cache_tag: str | None = None
 
+    def choose_complex(self, chosen: frozenset) -> None:
+        """Compile the wide complex dtypes in `chosen` planar from now on (and no others). Functions compiled
+        before a change were traced under the previous choice: Dynamo forgets them, so they compile again."""
+        with _lock:
+            if chosen == opt_in.chosen():
+                return
+            opt_in.choose(chosen)
+            self.set_cache_tag()
+        _forget_compiled_functions()
+
+    def set_cache_tag(self) -> None:
+        """torch.compiler.config.cache_key_tag: the tag set before ours, plus this compile path's."""
+        config = torch.compiler.config
+        if not hasattr(config, "cache_key_tag"):
+            return
+        if self.cache_tag is None or config.cache_key_tag != self.cache_tag:  # first, or replaced by the user
+            self.previous_cache_tag = config.cache_key_tag
+        self.cache_tag = "+".join(t for t in (self.previous_cache_tag, cache_tag() + opt_in.tag()) if t)
+        config.cache_key_tag = self.cache_tag
+
     def install_into_inductor(self) -> None:
         self.install_decompositions()
         self.skip_complex_check()
@@ -79,7 +101,7 @@ class Installation:
 
         with _lock:
             if self.restore_complex_check is None:
-                self.restore_complex_check = torch_warnings.skip_complex_check(lowering)
+                self.restore_complex_check = torch_warnings.skip_complex_check(lowering, opt_in.complex_dtypes)
 
     def install_decompositions(self) -> None:
         from torch._inductor import decomposition as inductor, lowering
@@ -149,6 +171,10 @@ class Installation:
             if self.meta_kernels is not None:
                 self.meta_kernels.remove()
                 self.meta_kernels = None
+            opted_in = opt_in.chosen()
+            opt_in.choose(frozenset())
+        if opted_in:
+            _forget_compiled_functions()
 
 
 def install(findings_by_device: dict) -> Installation:
@@ -162,11 +188,7 @@ def install(findings_by_device: dict) -> Installation:
     installation = Installation()
     try:
         installation.meta_kernels = meta_kernels.install(findings_by_device)
-        config = torch.compiler.config
-        if hasattr(config, "cache_key_tag"):
-            installation.previous_cache_tag = config.cache_key_tag
-            installation.cache_tag = "+".join(t for t in (config.cache_key_tag, cache_tag()) if t)
-            config.cache_key_tag = installation.cache_tag
+        installation.set_cache_tag()
         for module, step in ((_INDUCTOR_LOWERING, installation.install_into_inductor),
                              (_DYNAMO_TRACE_RULES, installation.skip_own_frames)):
             if module in sys.modules:
@@ -177,6 +199,11 @@ def install(findings_by_device: dict) -> Installation:
         installation.remove()
         raise
     return installation
+
+
+def _forget_compiled_functions() -> None:
+    if "torch._dynamo" in sys.modules:
+        torch._dynamo.reset()
 
 
 def _chained(planar_fn, previous):

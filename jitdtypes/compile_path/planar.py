@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.weak import WeakIdKeyDictionary
 
 from .. import dtypes
-from . import bits, layout_ops
+from . import bits, layout_ops, opt_in
 
 SIXTEEN_BIT_COMPLEX = frozenset(dtypes.COMPLEX_TARGETS)
 SIXTEEN_BIT_REAL = frozenset(dtypes.REAL_TARGETS)
@@ -70,11 +70,13 @@ def is_computed(value) -> bool:
 
 
 def involved(*args) -> bool:
-    """True when a decomposition should compute planar: some tensor argument is 16-bit complex or held as
-    parts (e.g. complex64 made from complex32). Everything else (float32, plain complex64 programs) keeps
-    the table's previous entry, so compiled code that never touches 16-bit complex is unchanged."""
+    """True when a decomposition should compute planar: some tensor argument is of a complex dtype compiled
+    planar (16-bit, or complex64/complex128 opted in: opt_in.py) or held as parts (e.g. complex64 made from
+    complex32). Everything else (float32, complex64 programs not opted in) keeps the table's previous entry, so
+    compiled code that never touches those dtypes is unchanged."""
+    handled = opt_in.complex_dtypes()
     for value in tree_flatten(args)[0]:
-        if isinstance(value, torch.Tensor) and (value.dtype in SIXTEEN_BIT_COMPLEX or is_planar(value)):
+        if isinstance(value, torch.Tensor) and (value.dtype in handled or is_planar(value)):
             return True
     return False
 
