@@ -16,7 +16,6 @@ import warnings
 
 import torch
 
-from .dtypes import COMPLEX_TARGETS
 
 _EXPERIMENTAL = (
     "ComplexHalf support is experimental and many operators don't support it yet.",
