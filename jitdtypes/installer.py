@@ -37,8 +37,8 @@ def set_cpu_backend(name: str) -> None:
 def set_compile_complex(*dtypes) -> None:
     """Make torch.compile fuse complex64 and/or complex128 code: their graphs are computed on real parts
     (float32, float64) as complex32's are, instead of running op by op in ATen. Takes torch dtypes or names
-    ("complex64"); no argument turns it off. Functions compiled before a change compile again on their next
-    call (Dynamo is reset). Also settable with JITDTYPES_COMPILE_COMPLEX=complex64,complex128 before import;
+    ("complex64"); no argument turns it off. A change applies to what compiles after it: functions compiled
+    before keep their code until torch._dynamo.reset(), as with Inductor's settings. Also settable with JITDTYPES_COMPILE_COMPLEX=complex64,complex128 before import;
     in effect while jitdtypes is enabled."""
     global _compile_complex
     from .compile_path import opt_in

@@ -71,14 +71,11 @@ class Installation:
         self.previous_cache_tag: str | None = None
 
     def choose_complex(self, chosen: frozenset) -> None:
-        """Compile the wide complex dtypes in `chosen` planar from now on (and no others). Functions compiled
-        before a change were traced under the previous choice: Dynamo forgets them, so they compile again."""
+        """Compile the wide complex dtypes in `chosen` planar from now on (and no others). As with Inductor's
+        own settings, functions Dynamo compiled before keep their code until torch._dynamo.reset()."""
         with _lock:
-            if chosen == opt_in.chosen():
-                return
             opt_in.choose(chosen)
             self.set_cache_tag()
-        _forget_compiled_functions()
 
     def set_cache_tag(self) -> None:
         """torch.compiler.config.cache_key_tag: the tag set before ours, plus this compile path's."""
@@ -171,10 +168,7 @@ class Installation:
             if self.meta_kernels is not None:
                 self.meta_kernels.remove()
                 self.meta_kernels = None
-            opted_in = opt_in.chosen()
             opt_in.choose(frozenset())
-        if opted_in:
-            _forget_compiled_functions()
 
 
 def install(findings_by_device: dict) -> Installation:
@@ -199,11 +193,6 @@ def install(findings_by_device: dict) -> Installation:
         installation.remove()
         raise
     return installation
-
-
-def _forget_compiled_functions() -> None:
-    if "torch._dynamo" in sys.modules:
-        torch._dynamo.reset()
 
 
 def _chained(planar_fn, previous):
