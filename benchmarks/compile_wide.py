@@ -155,7 +155,7 @@ PROGRAMS = {
     "elementwise chain": lambda dtype: _chain_builds(elementwise_chain, by_hand_elementwise, dtype),
     "chain with reductions": lambda dtype: _chain_builds(reduction_chain, by_hand_reduction, dtype),
     "rotary embedding": _rotary_builds,
-    "training step (matmul, fft)": _step_builds,
+    "training step (matmul and fft)": _step_builds,
 }
 
 
