@@ -107,8 +107,13 @@ def _stored_parts(t: torch.Tensor):
         return layout_ops.unpack(t)
     if bits.supported(t.dtype):
         return bits.unpack(t)
-    real = torch.view_as_real(t.resolve_conj().resolve_neg())
-    return real[..., 0], real[..., 1]
+    # complex128: the lazy flags stripped by views (as bits.unpack does), not resolved: resolving would be a
+    # copy of t, whose parts this same lookup would be asked for
+    conj, neg = t.is_conj(), t.is_neg()
+    raw = t.conj() if conj else t
+    real = torch.view_as_real(torch._neg_view(raw) if neg else raw)
+    re, im = (-real[..., 0], -real[..., 1]) if neg else (real[..., 0], real[..., 1])
+    return re, (-im if conj else im)
 
 
 def _known_parts(t: torch.Tensor, compute: torch.dtype):
