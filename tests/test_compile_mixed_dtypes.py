@@ -130,3 +130,68 @@ def test_ffts_match_eager_forward_and_backward(dtype):
     operands = (torch.randn(4, 8).to(dtypes.REAL_OF[dtype]), _complex(dtype, 4, 8),
                 torch.randn(4, 8, dtype=torch.complex64))
     _assert_same_as_eager(ffts, operands, "aot_eager_decomp_partition")
+
+
+# -- one rule for every op with two complex operands, eager = compiled, with the complex64/128 opt-in off and on --
+
+ALL_COMPLEX = [*TARGETS, torch.complex64, torch.complex128]
+TWO_OPERANDS = {
+    "dot": torch.dot, "vdot": torch.vdot, "inner": torch.inner, "outer": torch.outer, "mm": torch.mm,
+    "matmul": torch.matmul, "einsum": lambda a, b: torch.einsum("ij,jk->ik", a, b),
+    "tensordot": lambda a, b: torch.tensordot(a, b, dims=1), "mul": torch.mul, "add": torch.add, "div": torch.div,
+}
+VECTOR_OPS = {"dot", "vdot", "inner", "outer"}
+
+
+def _outcome(function, a, b):
+    """(dtype, value) of function(a, b), or (None, the text of the error and of the errors it wraps)."""
+    try:
+        result = function(a, b)
+    except Exception as exc:  # noqa: BLE001 - compared between eager and compiled
+        texts, seen = [], exc
+        while seen is not None:
+            texts.append(str(seen))
+            seen = seen.__cause__ or seen.__context__
+        return None, "\n".join(texts)
+    return result.dtype, result.to(torch.complex128)
+
+
+@pytest.mark.parametrize("opt_in", ["off", "complex64,complex128"])
+@pytest.mark.parametrize("name", TWO_OPERANDS)
+def test_two_complex_operands_follow_one_rule_eager_and_compiled(name, opt_in):
+    """The rule (docs/COMPILE.md): a 16-bit complex operand acts as complex64 would, promoted with the other
+    operand: pairs of 16-bit dtypes and complex64 give the promoted dtype in every op here; with complex128,
+    PyTorch's answer for complex64 (products raise, elementwise ops promote). Eager and compiled agree, the opt-in
+    off or on. inner and tensordot refuse mixed dtypes as PyTorch does (they check before any kernel runs)."""
+    import jitdtypes
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor.decomposition import select_decomp_table
+
+    jitdtypes.set_compile_complex(*([] if opt_in == "off" else opt_in.split(",")))
+    backend = aot_autograd(fw_compiler=lambda gm, _: gm, decompositions=select_decomp_table)
+    function, mismatches = TWO_OPERANDS[name], []
+    try:
+        for a_dtype, b_dtype in itertools.product(ALL_COMPLEX, ALL_COMPLEX):
+            shape = (6,) if name in VECTOR_OPS else (3, 3)
+            a, b = _complex(torch.complex64, *shape), _complex(torch.complex64, *shape)
+            a, b = a.to(a_dtype), b.to(b_dtype)
+            eager = _outcome(function, a, b)
+            torch._dynamo.reset()
+            compiled = _outcome(torch.compile(function, backend=backend, fullgraph=True), a, b)
+            pair = f"{a_dtype} x {b_dtype}"
+            if eager[0] is None or compiled[0] is None:  # both refuse (Dynamo rewords the error)
+                if (eager[0], compiled[0]) != (None, None):
+                    mismatches.append(f"{pair}: eager {eager[0] or eager[1].splitlines()[0]}, "
+                                      f"compiled {compiled[0] or compiled[1].splitlines()[0]}")
+                elif torch.complex128 not in (a_dtype, b_dtype) and name not in {"inner", "tensordot"}:
+                    mismatches.append(f"{pair}: refused ({eager[1].splitlines()[0]})")
+                continue
+            sixteen_bit = {a_dtype, b_dtype} & set(TARGETS)
+            if sixteen_bit and a_dtype != b_dtype and eager[0] != torch.promote_types(a_dtype, b_dtype):
+                mismatches.append(f"{pair}: eager gives {eager[0]}, not the promoted dtype")
+            tolerance = _tolerance(a, b) * 8
+            if compiled[0] != eager[0] or not torch.allclose(compiled[1], eager[1], rtol=tolerance, atol=tolerance):
+                mismatches.append(f"{pair}: eager {eager[0]}, compiled {compiled[0]} (values differ or dtypes)")
+    finally:
+        jitdtypes.set_compile_complex()
+    assert not mismatches, "\n".join(mismatches)

@@ -557,6 +557,30 @@ def _scaled_sum(bias, product, beta, alpha, dtype):
                    dtype=dtype)
 
 
+def _inner_product(a, b, conjugate: bool):
+    """dot/vdot of a 16-bit complex vector with one of another complex dtype, which eager jitdtypes promotes
+    (where PyTorch asks for one dtype): the products' sum on parts, in the promoted dtype. Vectors of one dtype
+    keep the decomposition this entry replaced."""
+    if not _sixteen_bit(a, b) or a.dtype == b.dtype:
+        return NotImplemented
+
+    def formula(x, y):
+        re, im = F.mul(F.conj(x) if conjugate else x, y)
+        return re.sum(), im.sum()
+
+    return _planar(formula, a, b, dtype=_result_dtype(a, b))
+
+
+@_register(aten.dot.default)
+def _dot(a, b):
+    return _inner_product(a, b, conjugate=False)
+
+
+@_register(aten.vdot.default)
+def _vdot(a, b):
+    return _inner_product(a, b, conjugate=True)
+
+
 @_register(aten.addmm.default, aten.baddbmm.default)
 def _add_matmul(bias, a, b, *, beta=1, alpha=1):
     if not _sixteen_bit(a, b):
