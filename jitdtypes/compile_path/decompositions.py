@@ -1,8 +1,9 @@
 """The compile path's one table: ATen overload -> planar implementation, for Inductor's decomposition table.
 
 AOTAutograd traces every graph Inductor compiles (forward and backward) through Inductor's decompositions.
-Each entry here looks at its arguments: when a tensor is complex32/bcomplex32, or a complex value this trace
-already holds as parts (complex64 computed from complex32, say), it computes on float32 (re, im) parts
+Each entry here looks at its arguments: when a tensor is complex32/bcomplex32 (or complex64/complex128 opted in,
+opt_in.py), or a complex value this trace already holds as parts (complex64 computed from complex32, say), it
+computes on float32 (float64 for complex128) (re, im) parts
 (`planar.py`, arithmetic in `jitdtypes/complex_math.py`) and returns the packed result. Otherwise it returns
 NotImplemented and the op is traced exactly as without jitdtypes (installation chains each entry to the one
 it replaces). Ops with no planar formula become jitdtypes custom ops (`custom_ops.py`); ops not listed keep
