@@ -40,6 +40,7 @@ def _assert_exp_right(y, x):
     torch.testing.assert_close(y.to(torch.complex64), torch.exp(x.to(torch.complex64)), rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.machinery
 def test_eight_processes_warming_one_empty_cache(cache):
     env = {**os.environ, "JITDTYPES_CACHE_DIR": str(cache)}
     command = [CLI, "warm", "--dtype", "all", "--device", "cpu", "--ops", OPS]
@@ -143,6 +144,7 @@ print("ok" if err < 1e-2 else "wrong", engine.counters["in_memory"])
 """
 
 
+@pytest.mark.machinery
 def test_an_unwritable_cache_location_does_not_break_ops(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("the cache directory cannot live under a file")

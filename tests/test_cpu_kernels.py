@@ -219,6 +219,7 @@ def test_uninstalled_kernels_leave_calls_to_the_upcast(installed):
         cpu_kernels.ensure("aten::exp", torch.complex32)
 
 
+@pytest.mark.machinery
 def test_tampered_package_is_rebuilt(installed, monkeypatch):
     overload, dtype = "aten::exp", torch.complex32
     store = provider._store()
@@ -272,6 +273,7 @@ def test_insecure_package_is_refused(installed):
         os.chmod(entry.directory, mode)
 
 
+@pytest.mark.machinery
 def test_eight_processes_build_one_package(tmp_path):
     from .conftest import seed_cache
 

@@ -73,6 +73,7 @@ def test_latency_rows_compare_first_calls_on_empty_and_imported_warm_caches(monk
     assert len({t for _, t in first_call_runs} | {commands[0][2]["TRITON_CACHE_DIR"]}) == 3  # no Triton cache shared
 
 
+@pytest.mark.device_simulation
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the session runs for real there")
 def test_the_gpu_session_runs_every_step_on_a_simulated_gpu(tmp_path):
     """benchmarks/gpu_session.sh, the one command a lent GPU machine runs, end to end against a simulated sm_90

@@ -119,6 +119,7 @@ def _cli(cache: Path, *args, **env) -> subprocess.CompletedProcess:
     return subprocess.run([CLI, *args], env=environment, capture_output=True, text=True, timeout=900)
 
 
+@pytest.mark.machinery
 def test_a_failing_build_falls_back_with_the_compiler_message_and_is_remembered(tmp_path):
     cache = tmp_path / "cache"
     cache.mkdir(mode=0o700)
@@ -180,6 +181,7 @@ def _built_in_the_background(cache: Path, timeout_s: float = 900) -> str:
     raise TimeoutError(f"no guard build finished in {timeout_s} s")
 
 
+@pytest.mark.machinery
 @compiled_only
 def test_an_import_that_probes_nothing_builds_the_guard_for_the_next_one(tmp_path):
     cache = tmp_path / "cache"
@@ -199,6 +201,7 @@ def test_an_import_that_probes_nothing_builds_the_guard_for_the_next_one(tmp_pat
     assert forced.stdout.split() == ["compiled", "True", "True"]
 
 
+@pytest.mark.machinery
 @compiled_only
 def test_eight_processes_importing_on_an_empty_cache_build_the_guard_once(tmp_path):
     cache = tmp_path / "cache"
@@ -253,6 +256,7 @@ def test_a_guard_entry_writable_by_others_is_never_loaded(tmp_path):
     assert run.stdout.split() == ["python", "True", "False"]  # the valid library there was not loaded either
 
 
+@pytest.mark.machinery
 @compiled_only
 def test_a_guard_cache_that_cannot_be_trusted_still_gets_a_private_build(tmp_path):
     cache, library = _seeded_guard(tmp_path)
