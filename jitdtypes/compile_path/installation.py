@@ -6,7 +6,8 @@
    AOTAutograd trace every overridden op (fullgraph=True works, no graph break from 16-bit complex).
 2. Entries in Inductor's decomposition table (`decompositions.py`) that rewrite 16-bit complex ATen ops into
    fused float32 arithmetic on parts, and matrix products/FFTs into jitdtypes custom ops. Each entry returns
-   NotImplemented for other dtypes, so other compiled programs are traced as before.
+   NotImplemented for other dtypes, so other compiled programs are traced as before. With them, a lowering
+   for `jitdtypes::realized` (`realized.py`), which only their graphs call.
 3. jitdtypes' own modules on Dynamo's skip list. Its kernels are Python functions the dispatcher calls; when
    that happens in the eager parts of a compiled function (an optimizer step, code after a graph break)
    Dynamo would otherwise try to compile them (a complex32 Adam step then failed with RecursionError).
@@ -64,6 +65,7 @@ class Installation:
     def __init__(self) -> None:
         self.meta_kernels: meta_kernels.MetaKernels | None = None
         self.replaced: list[tuple[dict, object, object]] = []  # (table, overload, previous entry or None)
+        self.lowerings: list = []  # overloads given a lowering in Inductor's table (none had one)
         self.skipped_dirs: list[str] = []  # added to Dynamo's SKIP_DIRS
         self.import_hooks: list[_AfterImport] = []
         self.restore_complex_check = None  # puts back Inductor's unsupported_input_tensor
@@ -89,7 +91,17 @@ class Installation:
 
     def install_into_inductor(self) -> None:
         self.install_decompositions()
+        self.install_lowerings()
         self.skip_complex_check()
+
+    def install_lowerings(self) -> None:
+        from torch._inductor import lowering
+
+        from . import realized
+
+        with _lock:
+            if not self.lowerings and realized.install_lowering(lowering.lowerings):
+                self.lowerings.append(realized.OP)
 
     def skip_complex_check(self) -> None:
         from torch._inductor import lowering
@@ -151,6 +163,12 @@ class Installation:
                 else:
                     table[overload] = previous
             self.replaced.clear()
+            if self.lowerings:
+                from torch._inductor import lowering
+
+                for overload in self.lowerings:
+                    lowering.lowerings.pop(overload, None)
+                self.lowerings.clear()
             if self.restore_complex_check is not None:
                 self.restore_complex_check()
                 self.restore_complex_check = None
@@ -178,6 +196,7 @@ def install(findings_by_device: dict) -> Installation:
     # them for the process's life; they run only where a graph names them.
     importlib.import_module(f"{__package__}.custom_ops")
     importlib.import_module(f"{__package__}.layout_ops")
+    importlib.import_module(f"{__package__}.realized")
 
     installation = Installation()
     try:

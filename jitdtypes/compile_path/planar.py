@@ -23,7 +23,7 @@ from torch.utils._pytree import tree_flatten
 from torch.utils.weak import WeakIdKeyDictionary
 
 from .. import dtypes
-from . import bits, layout_ops, opt_in
+from . import bits, layout_ops, opt_in, realized
 
 SIXTEEN_BIT_COMPLEX = frozenset(dtypes.COMPLEX_TARGETS)
 SIXTEEN_BIT_REAL = frozenset(dtypes.REAL_TARGETS)
@@ -131,12 +131,19 @@ def _known_parts(t: torch.Tensor, compute: torch.dtype):
 
 def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
     """The complex tensor of `dtype` with these parts (float, same shape), remembered for later lookups."""
-    if im is None:
-        im = torch.zeros_like(re)
-    elif re.shape != im.shape:
-        re, im = torch.broadcast_tensors(re, im)
     compute = compute_dtype(dtype)
-    re, im = re.to(compute), im.to(compute)
+    traced = _current_tracer() is not None
+    if im is None:
+        re = re.to(compute)
+        im = torch.zeros_like(re)
+        if traced:
+            re = realized.OP(re)
+    else:
+        if re.shape != im.shape:
+            re, im = torch.broadcast_tensors(re, im)
+        re, im = re.to(compute), im.to(compute)
+        if traced:  # each op's formula inlined once by Inductor (realized.py)
+            re, im = realized.OP(re), realized.OP(im)
     if layout_ops.holds_planes(dtype, re.device):
         out = layout_ops.pack(re, im, dtype)
     elif bits.supported(dtype):
