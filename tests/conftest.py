@@ -79,3 +79,12 @@ def guard(request):
     enable_or_skip(request.param)
     yield request.param
     jitdtypes.enable(os.environ.get("JITDTYPES_GUARD") or "auto")
+
+
+@pytest.fixture
+def opted_in(request):
+    """complex64 or complex128 (the test's indirect parameter) compiled planar for the test, opted out after."""
+    dtype = request.param
+    jitdtypes.set_compile_complex(dtype)
+    yield dtype
+    jitdtypes.set_compile_complex()

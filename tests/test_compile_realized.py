@@ -26,14 +26,6 @@ def chain(x, y, steps):
     return z
 
 
-@pytest.fixture
-def compiled_dtype(request):
-    dtype = request.param
-    jitdtypes.set_compile_complex(dtype)
-    yield dtype
-    jitdtypes.set_compile_complex()
-
-
 def _largest_body(dtype, monkeypatch):
     """The most nodes in one loop body Inductor built for chain(), the code, the result and the inputs."""
     sizes = []
@@ -52,18 +44,18 @@ def _largest_body(dtype, monkeypatch):
     return max(sizes), code, result, (x, y)
 
 
-@pytest.mark.parametrize("compiled_dtype", CASES, ids=IDS, indirect=True)
-def test_each_formula_is_inlined_once(compiled_dtype, monkeypatch):
+@pytest.mark.parametrize("opted_in", CASES, ids=IDS, indirect=True)
+def test_each_formula_is_inlined_once(opted_in, monkeypatch):
     """The largest kernel body, against the same compilation with the op made an identity (every read of a
     part inlining its formula again)."""
-    largest, code, result, (x, y) = _largest_body(compiled_dtype, monkeypatch)
+    largest, code, result, (x, y) = _largest_body(opted_in, monkeypatch)
     with monkeypatch.context() as patch:
         patch.setattr(realized, "OP", lambda part: part)
-        inlined, inlined_code, _, _ = _largest_body(compiled_dtype, monkeypatch)
+        inlined, inlined_code, _, _ = _largest_body(opted_in, monkeypatch)
     assert largest * 1.5 < inlined, (largest, inlined)  # 2317 -> 393 nodes on torch 2.14, 267 -> 133 on 2.11
     assert code.count("cpp_fused") == inlined_code.count("cpp_fused") == 2  # one kernel: defined, called
     expected = chain(x.to(torch.complex128), y.to(torch.complex128), 3)
-    tolerance = 1e-5 if compiled_dtype == torch.complex64 else 1e-12
+    tolerance = 1e-5 if opted_in == torch.complex64 else 1e-12
     torch.testing.assert_close(result.to(torch.complex128), expected, rtol=tolerance, atol=tolerance)
 
 

@@ -29,14 +29,6 @@ WIDE_IDS = ["complex64", "complex128"]
 FULL_SWEEP = os.environ.get("JITDTYPES_FULL_SWEEP") == "1"
 
 
-@pytest.fixture
-def opted_in(request):
-    dtype = request.param
-    jitdtypes.set_compile_complex(dtype)
-    yield dtype
-    jitdtypes.set_compile_complex()
-
-
 def _complex_nodes(gm, dtype) -> set[str]:
     """Graph nodes that compute on `dtype` values: views (of inputs, kept as ATen views; the words a kernel
     reads) are not computing."""

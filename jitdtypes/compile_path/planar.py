@@ -129,21 +129,18 @@ def _known_parts(t: torch.Tensor, compute: torch.dtype):
     return fill(value.real), fill(value.imag)
 
 
+def _realized(part: torch.Tensor) -> torch.Tensor:
+    """In a trace, the part as Inductor will keep it, a buffer (realized.py): each op's formula inlined once."""
+    return realized.OP(part) if _current_tracer() is not None else part
+
+
 def assemble(re, im, dtype: torch.dtype) -> torch.Tensor:
     """The complex tensor of `dtype` with these parts (float, same shape), remembered for later lookups."""
     compute = compute_dtype(dtype)
-    traced = _current_tracer() is not None
-    if im is None:
-        re = re.to(compute)
-        im = torch.zeros_like(re)
-        if traced:
-            re = realized.OP(re)
-    else:
-        if re.shape != im.shape:
-            re, im = torch.broadcast_tensors(re, im)
-        re, im = re.to(compute), im.to(compute)
-        if traced:  # each op's formula inlined once by Inductor (realized.py)
-            re, im = realized.OP(re), realized.OP(im)
+    if im is not None and re.shape != im.shape:
+        re, im = torch.broadcast_tensors(re, im)
+    re = _realized(re.to(compute))
+    im = torch.zeros_like(re) if im is None else _realized(im.to(compute))
     if layout_ops.holds_planes(dtype, re.device):
         out = layout_ops.pack(re, im, dtype)
     elif bits.supported(dtype):

@@ -6,10 +6,9 @@ operands several times (re and im both enter re*re - im*im and 2*re*im, a quotie
 halves), and each read inlines the part's whole formula again, down to the words it was read from: a kernel's
 body then holds each formula many times over, and Inductor interprets, types and vectorizes that body several
 times per kernel, though the C++ it prints in the end (common subexpressions eliminated) holds each once.
-`assemble` passes each op's parts through
-`jitdtypes::realized`, whose lowering makes them buffers: each op is then inlined once. The scheduler fuses
-those buffers into the same loop and, where nothing outside the loop reads them, keeps them out of memory, so
-the kernels are the ones Inductor generated without it (checked by tests/test_compile_wide_complex.py).
+`assemble` passes each op's parts through `jitdtypes::realized`, whose lowering makes them buffers: each op is then
+inlined once. The scheduler fuses those buffers into the same loop and, where nothing outside the loop reads
+them, keeps them out of memory, so a chain is still one kernel (tests/test_compile_realized.py).
 
 Outside Inductor (a graph run by another backend, or a call made directly) the op is a copy.
 """
