@@ -561,6 +561,7 @@ def test_pairs_packages_compute_the_formula_on_every_lane(overriding, name):
 
 
 def test_ops_rows_show_the_generated_path(installed, overriding):
+    path_record.reset()  # an earlier test in this process may have routed tanh elsewhere (a Triton template)
     rows = {(r["op"], r["dtype"]): r for r in jitdtypes.stats() if r["device"] == "cpu"}
     assert rows[("aten::exp", "complex32")]["path"] == "generated"
     assert rows[("aten::sum", "complex32")]["path"] == "generated"  # PyTorch's own kernel, taken over
