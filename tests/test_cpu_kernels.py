@@ -22,6 +22,7 @@ import jitdtypes
 from jitdtypes import cpu_kernels, dtypes
 from jitdtypes.cpu_kernels import provider
 from jitdtypes.cpu_kernels import table
+from jitdtypes.routing import path_record
 from cache_tools.store import InsecureEntry
 from jitdtypes import complex_math
 
