@@ -7,7 +7,7 @@
     <root>/<kind>/<key[:2]>/.retired-*/         an entry being replaced
 
 The kinds (KINDS): `kernels` (kernel.py, a rendered Triton module, and triton/: Triton's cache files compiled
-ahead of time, see triton_artifacts.py), `cpu_kernels` (kernel.pt2, an AOTInductor package), `guard`
+ahead of time, see triton_artifacts.py), `cpu_kernels` (<model>.so per model of an AOTInductor package), `guard`
 (libjitdtypes_guard.so, the compiled dispatch guard) and `discovery` (<device>-torch<version>-<key>.json, a
 discovery result). A key is cache_key(kind, content, environment): the sha256 of what the entry is made from
 (a source digest, template parameters) and of what it was made for (torch, triton and jitdtypes versions,
@@ -36,10 +36,15 @@ from typing import Callable
 
 from filelock import FileLock
 
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
 from . import atomic, locations
 
 KINDS = KERNELS, CPU_KERNELS, GUARD, DISCOVERY = ("kernels", "cpu_kernels", "guard", "discovery")
-SOURCE, PACKAGE, LIBRARY = "kernel.py", "kernel.pt2", "libjitdtypes_guard.so"  # the files of the first three
+SOURCE, LIBRARY = "kernel.py", "libjitdtypes_guard.so"  # the file of a kernels entry, of a guard entry
 META, LOCK, FAILED, WORK, RETIRED = "meta.json", ".lock", ".failed.json", ".work-", ".retired-"
 KEY = re.compile(r"[0-9a-f]{64}")
 TOUCH_EVERY_S = 3600.0  # last_used is rewritten at most this often: `cache clean --older-than` counts in days
@@ -91,6 +96,10 @@ def sha256(source: bytes | str | Path) -> str:
                 digest.update(block)
         return digest.hexdigest()
     return hashlib.sha256(source.encode() if isinstance(source, str) else source).hexdigest()
+
+
+def _workspace_prefix(key: str | None) -> str:
+    return f"{WORK}{key[:16]}-" if key else WORK
 
 
 def this_user() -> frozenset[int]:
@@ -191,11 +200,27 @@ class Store:
             check_trusted(path, self.owners)
         return Entry(key, directory, checked_meta(directory, key, self.owners))
 
-    def workspace(self) -> Path:
+    def workspace(self, key: str | None = None) -> Path:
         """A private directory for one build, inside the kind's folder (so that the rename into place stays on
-        one file system, and a build may outlive the process that started it)."""
+        one file system, and a build may outlive the process that started it); named after `key` when given,
+        so that the next build of that key finds what a killed one left (`ensure`)."""
         locations.ensure_dir(self.root)
-        return Path(tempfile.mkdtemp(prefix=WORK, dir=self.root))
+        return Path(tempfile.mkdtemp(prefix=_workspace_prefix(key), dir=self.root))
+
+    def handover_lock(self, name: str) -> int:
+        """Block until this process holds the exclusive lock `<kind>/<name>`; its file descriptor, which a child
+        process may inherit (subprocess's pass_fds): the lock is held until every process holding the
+        descriptor closed it or ended, so a build handed to a child keeps it when its parent exits. Where
+        there is no flock (Windows), a descriptor that locks nothing."""
+        locations.ensure_dir(self.root)
+        fd = os.open(self.root / name, os.O_RDWR | os.O_CREAT, 0o600)
+        if fcntl is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                os.close(fd)
+                raise
+        return fd
 
     def publish(self, key: str, workspace: Path, meta: dict) -> Entry:
         """Make the files at the top of `workspace` (from self.workspace()) the entry for `key`, over whatever
@@ -237,7 +262,8 @@ class Store:
 
         A build that raises BuildFailed is remembered (<key>.failed.json) and raised; later calls raise
         RememberedFailure at once, unless `retry` or `failure_holds(record)` says the record no longer holds
-        (another compiler). Any other exception leaves neither a record nor a trace of the build. `damaged`
+        (another compiler). Any other exception leaves neither a record nor a trace of the build; what a killed
+        build left (its workspace) the next build of the key removes, under the lock. `damaged`
         hears of a damaged entry once (it is replaced by the build). InsecureEntry if the entry is not
         trusted; OSError if the cache cannot be written."""
         reported: list[CorruptEntry] = []
@@ -262,7 +288,9 @@ class Store:
             failure = None if retry else self.read_failure(key)
             if failure is not None and (failure_holds is None or failure_holds(failure)):
                 raise RememberedFailure(failure)
-            workspace = self.workspace()
+            for dead in self.root.glob(f"{_workspace_prefix(key)}*"):  # under the lock: its builder is gone
+                shutil.rmtree(dead, ignore_errors=True)
+            workspace = self.workspace(key)
             try:
                 try:
                     meta = build(workspace)

@@ -3,7 +3,7 @@
     manifest.json                           {"format": FORMAT, "entries": {kind: {key: {relative path: sha256}}}}
     kernels/<key>/kernel.py, meta.json      a kernel entry as the store keeps it (store.py)
     kernels/<key>/triton/<dir>/<file>       its Triton cache files (triton_artifacts.py)
-    cpu_kernels/<key>/kernel.pt2, meta.json a generated CPU kernel
+    cpu_kernels/<key>/<model>.so, meta.json a generated CPU kernel (an older one: kernel.pt2)
     discovery/<key>/<device>-torch<v>-<key>.json, meta.json
                                             a discovery result, so a node with the same torch build need not probe
 
@@ -35,7 +35,7 @@ import time
 from pathlib import Path, PurePosixPath
 
 from . import atomic, inventory, locations, triton_artifacts
-from .store import (CPU_KERNELS, DISCOVERY, KERNELS, KEY, META, PACKAGE, SOURCE, CorruptEntry, InsecureEntry, Store,
+from .store import (CPU_KERNELS, DISCOVERY, KERNELS, KEY, META, SOURCE, CorruptEntry, InsecureEntry, Store,
                     checked_meta, sha256, this_user)
 
 FORMAT = "jitdtypes-cache/2"
@@ -44,7 +44,7 @@ MAX_MEMBER_BYTES = 256 << 20  # a cubin of the largest GEMM is a few hundred KiB
 MAX_TOTAL_BYTES = 8 << 30
 MAX_MEMBERS = 200_000
 # the kinds an archive carries, and the names of their files besides meta.json
-FILES = {KERNELS: re.compile(re.escape(SOURCE)), CPU_KERNELS: re.compile(re.escape(PACKAGE)),
+FILES = {KERNELS: re.compile(re.escape(SOURCE)), CPU_KERNELS: re.compile(r"[a-z_]+\.(so|json)|kernel\.pt2"),
          DISCOVERY: re.compile(r"[a-z]+-torch[0-9A-Za-z.+_-]+-[0-9a-f]{64}\.json")}
 
 

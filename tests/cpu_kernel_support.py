@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 
 import torch
 
 from jitdtypes import cpu_kernels, dtypes
+from jitdtypes.cpu_kernels import table
 
 BCOMPLEX32 = getattr(torch, "bcomplex32", None)  # torch >= 2.14
 
@@ -43,17 +45,22 @@ def bits(t):
     return t.contiguous().view(torch.int32 if t.dtype.itemsize == 4 else torch.int16)
 
 
+def _runner(path, model):
+    """The model's shared library loaded as the typed guard loads it (nothing extracted anywhere)."""
+    return torch._C._aoti.AOTIModelContainerRunnerCpu(str(Path(path).with_name(f"{model}{table.LIBRARY_SUFFIX}")), 1)
+
+
 def package_result(path, tensors, dtype):
-    loader = torch._C._aoti.AOTIModelPackageLoader(path, "model", False, 1, -1)
+    """The package's flat model ("model", next to the library at `path`) run on these tensors, flattened."""
     words = dtype != torch.complex32
     flat = [t.reshape(-1).view(torch.int32) if words else t.reshape(-1) for t in tensors]
-    out = loader.run(flat)[0]
+    out = _runner(path, "model").run(flat)[0]
     out = out.view(dtype) if out.dtype == torch.int32 else out
     return out.view(tensors[0].shape) if out.numel() == tensors[0].numel() else out  # a full reduction's 0-dim
 
 
 def model_result(path, model, tensors, dtype):
-    """One model of a package run on these tensors as they are (bcomplex32 as int32 words)."""
-    loader = torch._C._aoti.AOTIModelPackageLoader(path, model, False, 1, -1)
-    out = loader.run([t if dtype == torch.complex32 else t.view(torch.int32) for t in tensors])[0]
+    """One model of a package (its library next to the one at `path`) run on these tensors as they are
+    (bcomplex32 as int32 words)."""
+    out = _runner(path, model).run([t if dtype == torch.complex32 else t.view(torch.int32) for t in tensors])[0]
     return out.view(dtype) if out.dtype == torch.int32 else out

@@ -173,7 +173,7 @@ def _entry(cache: Path, kind: str, key: str, name: str, meta: dict) -> Path:
 
 def _package(cache: Path, key: str, dtype: str = "complex32") -> Path:
     """A generated CPU kernel entry."""
-    return _entry(cache, "cpu_kernels", key, "kernel.pt2", {"overload": "aten::exp", "dtype": dtype, "torch": "x"})
+    return _entry(cache, "cpu_kernels", key, "model.so", {"overload": "aten::exp", "dtype": dtype, "torch": "x"})
 
 
 def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
@@ -181,7 +181,7 @@ def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
 
     current = cpu_kernels.key("aten::exp", dtypes.BY_NAME["complex32"])
     kept, stale, damaged = _package(cache, current), _package(cache, "ab" * 32), _package(cache, "cd" * 32)
-    (damaged / "kernel.pt2").write_bytes(b"PK\x03\x04 changed")
+    (damaged / "model.so").write_bytes(b"\x7fELF changed")
     Store("cpu_kernels", cache).record_failure(cpu_kernels.key("aten::sin", dtypes.BY_NAME["complex32"]),
                                                {"overload": "aten::sin", "dtype": "complex32", "error": "it failed"})
     info = json.loads(jitdtypes_cli(cache, "cache", "info", "--json").stdout)
@@ -190,7 +190,7 @@ def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
     assert "1 failed builds of generated CPU kernels" in jitdtypes_cli(cache, "cache", "info").stdout
 
     report = jitdtypes_cli(cache, "cache", "verify", check_rc=1).stdout
-    assert f"damaged {damaged}: kernel.pt2 does not match its recorded sha256" in report and "1 damaged" in report
+    assert f"damaged {damaged}: model.so does not match its recorded sha256" in report and "1 damaged" in report
     jitdtypes_cli(cache, "cache", "verify", "--fix")
     assert not damaged.exists() and kept.exists()
 
@@ -214,7 +214,7 @@ def test_list_and_info_agree_on_every_kind(cache):
     assert per_kind["cpu_kernels"] == 1 and per_kind["guard"] >= 1 and per_kind["discovery"] >= 1
     assert per_kind["kernels"] > 0 and len(rows) == info["entries"] and info["damaged"] == 0
     (package,) = json.loads(jitdtypes_cli(cache, "cache", "list", "--json", "--kind", "cpu_kernels").stdout)
-    assert package["kind"] == "cpu_kernels" and package["op"] == "exp" and package["path"].endswith("kernel.pt2")
+    assert package["kind"] == "cpu_kernels" and package["op"] == "exp" and package["path"].endswith("model.so")
     table = jitdtypes_cli(cache, "cache", "list").stdout.splitlines()
     assert table[-1] == f"{info['entries']} entries" and sum(" cpu_kernels " in line for line in table) == 1
     text = jitdtypes_cli(cache, "cache", "info").stdout

@@ -12,7 +12,7 @@ import pytest
 from jitdtypes import discovery
 from jitdtypes.triton_kernels import engine
 from cache_tools import inventory, transfer, triton_artifacts
-from cache_tools.store import CPU_KERNELS, DISCOVERY, GUARD, KERNELS, PACKAGE, Store
+from cache_tools.store import CPU_KERNELS, DISCOVERY, GUARD, KERNELS, Store
 from kernels_templates import unary
 
 from .conftest import DISCOVERY_CACHE, seed_cache
@@ -285,7 +285,7 @@ def test_clean_removes_what_interrupted_imports_left(archive, tmp_path):
 def _package_cache(root):
     """One generated CPU kernel entry (the store checks bytes and metadata only, so any bytes are a package)."""
     def build(workspace):
-        (workspace / PACKAGE).write_bytes(b"PK\x03\x04 an AOTInductor package")
+        (workspace / "model.so").write_bytes(b"\x7fELF a model's library")
         return {"overload": "aten::exp", "dtype": "complex32", "torch": "x"}
 
     store, key = Store(CPU_KERNELS, root), "ab" * 32
@@ -314,10 +314,10 @@ def test_generated_cpu_kernels_travel_verified(tmp_path):
     with tarfile.open(path) as tar:
         for member in tar.getmembers():
             members[member.name] = tar.extractfile(member).read()
-    name = f"cpu_kernels/{key}/kernel.pt2"
+    name = f"cpu_kernels/{key}/model.so"
     members[name] = b"PK\x03\x04 something else"
     manifest = json.loads(members["manifest.json"])
-    manifest["entries"]["cpu_kernels"][key]["kernel.pt2"] = hashlib.sha256(members[name]).hexdigest()
+    manifest["entries"]["cpu_kernels"][key]["model.so"] = hashlib.sha256(members[name]).hexdigest()
     members["manifest.json"] = json.dumps(manifest).encode()
     forged = tmp_path / "forged.tar.gz"
     with tarfile.open(forged, "w:gz") as tar:
@@ -325,9 +325,9 @@ def test_generated_cpu_kernels_travel_verified(tmp_path):
             info = tarfile.TarInfo(member_name)
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
-    with pytest.raises(transfer.ArchiveRefused, match="kernel.pt2 does not match its recorded sha256"):
+    with pytest.raises(transfer.ArchiveRefused, match="model.so does not match its recorded sha256"):
         transfer.import_archive(forged, tmp_path / "fresh")
-    assert not (tmp_path / "fresh" / "cpu_kernels").exists() or not any((tmp_path / "fresh" / "cpu_kernels").rglob("*.pt2"))
+    assert not (tmp_path / "fresh" / "cpu_kernels").exists() or not any((tmp_path / "fresh" / "cpu_kernels").rglob("*.so"))
 
 
 def test_every_exported_kind_round_trips_and_the_guard_stays(tmp_path):

@@ -225,42 +225,44 @@ def test_tampered_package_is_rebuilt(installed, monkeypatch):
     overload, dtype = "aten::exp", torch.complex32
     store = provider._store()
     entry = store.read(cpu_kernels.key(overload, dtype))
-    package = entry.directory / "kernel.pt2"
-    data = bytearray(package.read_bytes())
+    library = entry.directory / "model.so"
+    data = bytearray(library.read_bytes())
     data[len(data) // 2] ^= 0xFF
-    package.write_bytes(bytes(data))
+    changed = library.with_name("changed")
+    changed.write_bytes(bytes(data))
+    os.replace(changed, library)  # a new file: this process has the library loaded
     before = len(cpu_kernels.built)
-    path = provider._package(overload, dtype)
+    directory = provider._package(overload, dtype)
     assert cpu_kernels.built[before:] == [(overload, dtype)]
-    assert str(store.read(cpu_kernels.key(overload, dtype)).directory / "kernel.pt2") == path
+    rebuilt = store.read(cpu_kernels.key(overload, dtype))
+    assert rebuilt.directory == directory and set(rebuilt.files) == {"model.so"}
+    x = inputs(dtype, (4096,), 1)[0]
+    assert torch.equal(bits(package_result(directory / "model.so", [x], dtype)), bits(torch.exp(x)))
 
 
 def test_failed_build_is_remembered_until_retried(tmp_path, monkeypatch):
-    """A build that fails is not run again by later calls or processes (each took 10-30 s of CPU), until a
-    retry (`jitdtypes warm --device cpu`) builds it."""
-    monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(tmp_path))
-    builds = []
+    """A build that fails (here: no C++ compiler) is not run again by later calls or processes (each took
+    10-30 s of CPU), until a retry (`jitdtypes warm --device cpu`) builds it."""
+    from .conftest import seed_cache
 
-    def build(overload, dtype, package, into, works=False):
-        builds.append(overload)
-        if not works:
-            raise RuntimeError("building it failed: error: 'aoti_torch_dtype_x' was not declared")
-        package.write_bytes(b"PK\x03\x04 a package")
-
-    monkeypatch.setattr(provider, "_build_in_child", build)
+    monkeypatch.setenv("JITDTYPES_CACHE_DIR", str(seed_cache(tmp_path / "cache")))
+    monkeypatch.setenv("CXX", str(tmp_path / "no-compiler"))
     overload, dtype = "aten::exp", torch.complex32
-    with pytest.raises(RuntimeError, match="was not declared"):
+    with pytest.raises(RuntimeError, match="building it failed"):
         provider._package(overload, dtype)
     store = provider._store()
-    record = store.read_failure(cpu_kernels.key(overload, dtype))
-    assert record["overload"] == overload and "was not declared" in record["error"]
+    entry_key = cpu_kernels.key(overload, dtype)
+    record = store.read_failure(entry_key)
+    assert record["overload"] == overload and "building it failed" in record["error"] and store.read(entry_key) is None
+    assert not list(store.root.glob(".work-*"))
     with pytest.raises(RuntimeError, match="not built again until `jitdtypes warm --device cpu`"):
         provider._package(overload, dtype)
-    assert builds == [overload]
-    monkeypatch.setattr(provider, "_build_in_child", lambda *a: build(*a, works=True))
-    path = provider._package(overload, dtype, retry=True)
-    assert builds == [overload] * 2 and store.read_failure(cpu_kernels.key(overload, dtype)) is None
-    assert provider._package(overload, dtype) == path and len(builds) == 2
+    assert store.read_failure(entry_key)["created"] == record["created"]  # not tried again
+    monkeypatch.delenv("CXX")
+    before = len(cpu_kernels.built)
+    directory = provider._package(overload, dtype, retry=True)
+    assert cpu_kernels.built[before:] == [(overload, dtype)] and store.read_failure(entry_key) is None
+    assert provider._package(overload, dtype) == directory and len(cpu_kernels.built) == before + 1
 
 
 def test_insecure_package_is_refused(installed):

@@ -115,8 +115,9 @@ def warm(args) -> int:
                 if device == "cuda" else "")
     target = f"{device} {','.join(a.name for a in arches)}" if arches else device
     print(guard_line)
+    peak = f", largest build {summary.build_peak_rss / 2 ** 20:.0f} MB" if summary.build_peak_rss else ""
     print(f"warm {','.join(names)} on {target}: {summary.total} kernels: generated {summary.generated}, "
-          f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}")
+          f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}{peak}")
     return 1 if summary.failed else 0
 
 

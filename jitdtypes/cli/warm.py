@@ -28,6 +28,7 @@ class Summary:
     compiled: int = 0  # Triton compilations (on a GPU: representative calls run)
     triton_bytes: int = 0  # of the Triton cache files kept in kernel entries
     failed: list = dataclasses.field(default_factory=list)  # (label, error)
+    build_peak_rss: int = 0  # bytes: the most a generated CPU kernel's build held at once
 
 
 class ProgressReport:
@@ -132,30 +133,36 @@ def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None,
         summary.generated += generated
         summary.cached += not generated
     if device_type == "cpu" and cpu_kernels.mode() != cpu_kernels.OFF:
-        _generate_cpu_kernels(dtype_names, ops, summary, progress)
+        _generate_cpu_kernels(dtype_names, ops, summary, progress, jobs)
     return summary
 
 
-def _generate_cpu_kernels(dtype_names, ops, summary: Summary, progress) -> None:
-    """The AOTInductor packages of jitdtypes.cpu_kernels for every eligible (op, dtype)."""
+def _generate_cpu_kernels(dtype_names, ops, summary: Summary, progress, jobs: int) -> None:
+    """The generated CPU kernels (jitdtypes.cpu_kernels) of every eligible (op, dtype), built by up to `jobs`
+    builder processes; the largest memory a build took goes into the summary."""
     from .. import dtypes
 
     wanted = cpu_kernels.to_warm([dtypes.COMPLEX_BY_NAME[n] for n in dtype_names if n in dtypes.COMPLEX_BY_NAME],
                                  ops)
     summary.total += len(wanted)
     if progress:
-        progress.phase("cpu (generated kernels)", len(wanted))
-    for done, (overload, dtype) in enumerate(wanted):
-        label = f"{overload.removeprefix('aten::')} {dtypes.NAMES[dtype]} (generated)"
+        progress.phase("cpu (generated kernels)", len(wanted), unit="packages")
+
+    def heard(done: int, total: int, label: str) -> None:
         if progress:
+            progress.total = total
             progress.step(done, label)
-        try:
-            generated = cpu_kernels.ensure(overload, dtype)
-        except Exception as exc:  # noqa: BLE001 - reported in the summary, the run goes on
-            summary.failed.append((label, f"{type(exc).__name__}: {exc}"))
-            continue
-        summary.generated += generated
-        summary.cached += not generated
+
+    built, errors = cpu_kernels.build_many(wanted, jobs, heard)
+    for overload, dtype in wanted:
+        label = f"{overload.removeprefix('aten::')} {dtypes.NAMES[dtype]} (generated)"
+        if (overload, dtype) in errors:
+            summary.failed.append((label, errors[(overload, dtype)]))
+        elif (overload, dtype) in built:
+            summary.generated += 1
+        else:
+            summary.cached += 1
+    summary.build_peak_rss = max([cpu_kernels.build_record(o, d).get("peak_rss_bytes", 0) for o, d in built] or [0])
 
 
 def _compile(dtype_names, ops, summary: Summary, progress) -> None:

@@ -1,25 +1,41 @@
-"""Build one generated CPU kernel: `python -m jitdtypes.cpu_kernels.build OVERLOAD DTYPE PACKAGE [into]`.
+"""Build generated CPU kernels into the cache: `python -m jitdtypes.cpu_kernels.build REQUEST` (main).
 
-Run in a child process (jitdtypes/cpu_kernels): it imports Dynamo and Inductor, which the calling process
-must not pay for. The op is exported over 1-D inputs of a symbolic length (so the package serves every size;
-a dim reduction over one model per layout of its reduced dims, table.DIM_MODELS, every size symbolic)
-with jitdtypes enabled, so AOTInductor lowers it through the compile path's decompositions. bcomplex32 tensors
-cross the package boundary as int32 words (AOTInductor's C shim has no bcomplex32). `into`: the package of the
-op's writing forms (table.INTO), which takes the written tensor first and returns nothing.
+Run in a process of its own (the builder, started by provider.py): it imports Dynamo and Inductor, which the
+calling process must not pay for, and it owns the build: it holds the key's lock, builds in a workspace inside
+the cache and publishes there, so a build finishes and lands even when the process that asked has ended.
+
+The op is exported over 1-D inputs of a symbolic length (so the package serves every size; a dim reduction
+over one model per layout of its reduced dims, table.DIM_MODELS, every size symbolic) with jitdtypes enabled,
+so AOTInductor lowers it through the compile path's decompositions; each model is one shared library
+(`<model>.so`). bcomplex32 tensors cross the boundary as int32 words (AOTInductor's C shim has no bcomplex32).
+`into`: the package of the op's writing forms (table.INTO), which takes the written tensor first and returns
+nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import os
+import shutil
+import signal
 import sys
+import time
+from pathlib import Path
 
 import torch
+
+try:
+    import resource
+except ImportError:  # Windows
+    resource = None  # type: ignore[assignment]
 
 import jitdtypes
 from jitdtypes import dtypes, schema
 from jitdtypes.cpu_kernels import table
 from jitdtypes.compile_path import bits, decompositions, planar
+from cache_tools.store import CPU_KERNELS, BuildFailed, Store
 
 
 # Inductor splits a loop over the CPU's threads only where the example's length says there is work enough
@@ -158,28 +174,86 @@ def _programs(overload: str, dtype: torch.dtype, words: bool, into: bool) -> dic
     return programs
 
 
-def build(overload: str, dtype: torch.dtype, package: str, into: bool = False) -> None:
+def build(overload: str, dtype: torch.dtype, directory: Path, into: bool = False) -> None:
+    """Each model's shared library (`<model>.so`, table.models' names) into `directory`: what the typed guard
+    loads as it is, so that no process extracts a package into $TMPDIR."""
     assert jitdtypes.is_enabled(), "the compile path is what compiles the kernel"
     import torch._inductor
-    from torch._inductor.package import package_aoti
 
     words = dtypes.NAMES[dtype] not in table.SHIM_DTYPES
     with contextlib.ExitStack() as stack:
         stack.enter_context(decompositions.parts_reduced_apart())  # the reduction reads its input
         if table.reads(overload, dtypes.NAMES[dtype]) == table.HALVES:
             stack.enter_context(bits.read_as_halves())
-        # one AOTInductor build per model, packaged together (what aoti_compile_and_package does for one)
-        files = {name: torch._inductor.aot_compile(program.module(check_guards=False), program.example_inputs[0],
-                                                   options={"aot_inductor.package": True})
-                 for name, program in _programs(overload, dtype, words, into).items()}
-        package_aoti(package, files)
+        for name, program in _programs(overload, dtype, words, into).items():
+            scratch = directory / f".{name}"  # AOTInductor writes its sources and objects beside the library
+            scratch.mkdir()
+            made = Path(torch._inductor.aot_compile(program.module(check_guards=False), program.example_inputs[0],
+                                                    options={"aot_inductor.output_path": str(scratch / "model.so")}))
+            made.rename(directory / f"{name}{table.LIBRARY_SUFFIX}")
+            # what a graph with extern kernels needs beside its library (AOTIModelContainerRunner reads it)
+            if made.with_suffix(".json").is_file():
+                made.with_suffix(".json").rename(directory / f"{name}.json")
+            shutil.rmtree(scratch)
 
-def main() -> None:
-    overload, dtype_name, package = sys.argv[1:4]
+
+def _make(job: dict, workspace: Path) -> dict:
+    """One package's files into `workspace`, and what its metadata says. A failure of the exporter or the
+    compiler is a BuildFailed (the store remembers it); losing the workspace, or being interrupted
+    (KeyboardInterrupt, SystemExit from SIGTERM), is not."""
+    started = time.monotonic()
+    described = {"overload": job["overload"], "dtype": job["dtype"], "into": job["into"],
+                 "torch": torch.__version__, "device": "cpu"}
+    try:
+        build(job["overload"], dtypes.COMPLEX_BY_NAME[job["dtype"]], workspace, job["into"])
+    except MemoryError:
+        raise
+    except Exception as exc:
+        if not workspace.is_dir():
+            raise
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        raise BuildFailed(f"building it failed: {type(exc).__name__}: {lines[-1][:300] if lines else ''}",
+                          described) from exc
+    return {**described, "build_seconds": round(time.monotonic() - started, 2), "peak_rss_bytes": peak_rss(),
+            "builder_pid": os.getpid()}
+
+
+def peak_rss() -> int:
+    """The most memory this process and the largest of its finished children (the compiler) held at once,
+    in bytes: an upper bound on a build's peak."""
+    if resource is None:
+        return 0
+    scale = 1 if sys.platform == "darwin" else 1024  # Linux counts kilobytes
+    return scale * (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss +
+                    resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+def _interrupted(signum, frame) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the store: the workspace goes, nothing is recorded
+
+
+def main() -> int:
+    """`python -m jitdtypes.cpu_kernels.build REQUEST`: REQUEST is JSON {"jobs": [{"key", "overload",
+    "dtype", "into"}], "retry": bool}. Each job's package is found in the cache or built into it (the store's
+    check-lock-check: this process holds the key's lock for the whole build, whoever asked for it). One JSON
+    line per job on stdout: {"key", "built"} or {"key", "error"}. Exit status 1 if a job failed."""
+    request = json.loads(sys.argv[1])
+    signal.signal(signal.SIGTERM, _interrupted)
     if hasattr(os, "nice"):
-        os.nice(10)  # a background build: the caller's own work comes first
-    build(overload, dtypes.COMPLEX_BY_NAME[dtype_name], package, into=sys.argv[4:] == [table.INTO])
+        os.nice(10)  # a background build: every other process's work comes first
+    store, failed = Store(CPU_KERNELS), False
+    for job in request["jobs"]:
+        try:
+            _, built = store.ensure(job["key"], functools.partial(_make, job), retry=bool(request.get("retry")))
+            line = {"key": job["key"], "built": built}
+        except BuildFailed as exc:  # RememberedFailure included
+            line, failed = {"key": job["key"], "error": str(exc)}, True
+        try:
+            print(json.dumps(line), flush=True)
+        except OSError:  # whoever asked has gone (a build handed over): the cache has the result
+            pass
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -5,14 +5,19 @@ ATen's complex kernels are mostly scalar code, so that costs more than complex64
 (jitdtypes/compile_path) already writes every elementwise op and reduction as float32 arithmetic on the 16-bit
 storage read as words, which Inductor's C++ backend vectorizes. Here one op at a time is exported over
 flattened inputs with a symbolic length (a reduction over dims, or a binary op with a broadcast operand: one
-model per layout, every size symbolic) and compiled by AOTInductor into a package (.pt2), so one kernel serves
-every size and shape; a package loads without Dynamo or Inductor and runs from C++. How it compares with the
+model per layout, every size symbolic) and compiled by AOTInductor into a package (a shared library per
+model), so one kernel serves every size and shape; a package loads without Dynamo or Inductor, straight from
+the cache (nothing is extracted into $TMPDIR), and runs from C++. How it compares with the
 upcast path and complex64 per op and size: `python -m benchmarks.cpu_eager` (docs/PERFORMANCE.md).
 
 Tiers, so that nobody waits: the first call of an (op, dtype) goes to the Python router (as always), which
-asks for the kernel (`first_need`). A package in the cache is installed at once; otherwise one is built in a
-child process (the calling process imports neither Dynamo nor Inductor) on a background thread, and the C++
-upcast serves every call until it is installed. Installed, a typed guard runs it for the calls it fits
+asks for the kernel (`first_need`). A package in the cache is installed at once; otherwise a background thread
+has a builder process build it (the calling process imports neither Dynamo nor Inductor), and the C++ upcast
+serves every call until it is installed. A build belongs to the cache, not to the process that asked: the
+builder holds the key's lock and publishes into the cache itself; in lazy mode it runs at low priority in a
+session of its own, holding the machine's one lazy build slot (LAZY_SLOT), so that many short processes
+asking at once start one build, and one that ends while its build runs leaves it to finish and land. A
+forked child leaves its parent's builds alone (_after_fork_in_child). Installed, a typed guard runs it for the calls it fits
 (native_guard/generated.h: dense inputs of one dtype, shape and strides, alpha 1, at least table.min_numel
 elements; reductions over adjacent dims of a contiguous tensor by the model of their layout, table.DIM_MODELS;
 a broadcast operand of a binary op by the rows or columns model, table.BINARY_MODELS;
@@ -27,12 +32,14 @@ that generates them, the op, the dtype, torch's build and the CPU capability.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import torch
@@ -40,16 +47,16 @@ import torch
 from .._version import __version__
 from .. import dtypes
 from cache_tools import source_digest
-from cache_tools.store import (CPU_KERNELS, PACKAGE, BuildFailed, CorruptEntry, InsecureEntry, RememberedFailure,
-                               Store, cache_key)
-from .table import (GENERATED, INTO, INTO_LANES, OVERRIDDEN, SHIM_DTYPES, WRITING, commutative, functional, min_numel,
-                    models, writes_into)
+from cache_tools.store import CPU_KERNELS, CorruptEntry, InsecureEntry, Store, cache_key
+from .table import (GENERATED, INTO, INTO_LANES, LIBRARY_SUFFIX, OVERRIDDEN, SHIM_DTYPES, WRITING, commutative,
+                    functional, min_numel, models, writes_into)
 
 log = logging.getLogger("jitdtypes")
 
 ENV_VAR = "JITDTYPES_CPU_KERNELS"
 OFF, LAZY, EAGER = "off", "lazy", "eager"
-_FORMAT = 1
+_FORMAT = 2  # 1: one AOTInductor package (kernel.pt2) per entry; 2: a shared library per model
+LAZY_SLOT = ".lazy-build.lock"  # in the cpu_kernels folder: held by the one lazy build of the machine
 
 _lock = threading.Lock()
 eligible: dict[tuple[str, torch.dtype], str] = {}  # (overload, dtype) -> dispatch key whose guard serves it
@@ -61,6 +68,25 @@ built: list[tuple[str, torch.dtype]] = []  # what this process built (not found 
 _queue: queue.Queue = queue.Queue()
 _worker: list[threading.Thread] = []
 _hooked: list[bool] = []
+_slots: set[int] = set()  # lazy build slots this process holds (for a moment: until its builder has them)
+_builders: dict[int, list[str]] = {}  # pid -> keys: the builder processes this process waits for
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (DataLoader's fork workers, multiprocessing) starts no thread and holds no slot of its
+    parent's; the builds its parent started are left to the parent (their requests stay asked), and its own
+    first needs get a queue and a thread of their own."""
+    global _lock, _queue
+    _lock, _queue = threading.Lock(), queue.Queue()
+    _worker.clear()
+    _builders.clear()
+    for slot in list(_slots):
+        _slots.discard(slot)
+        os.close(slot)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def mode() -> str:
@@ -155,6 +181,54 @@ def ensure(overload: str, dtype: torch.dtype) -> bool:
     return len(built) > before
 
 
+def build_many(pairs, jobs: int = 1, heard=None) -> tuple[set[tuple[str, torch.dtype]], dict]:
+    """Find or build the packages of every (overload, dtype) of `pairs` (`jitdtypes warm --device cpu`), with up
+    to `jobs` builder processes at once, each importing torch and Inductor once for its share; remembered
+    failed builds are tried again. `heard(done, total, label)` after each package. (The pairs that had a
+    package built, {pair: error} for those that failed.)"""
+    wanted: dict[str, tuple[str, torch.dtype]] = {}
+    for overload, dtype in pairs:
+        for into in _variants(overload):
+            wanted.setdefault(key(overload, dtype, into), (overload, dtype, into))
+    missing = [{"key": k, "overload": functional(o), "dtype": dtypes.NAMES[d], "into": into}
+               for k, (o, d, into) in wanted.items() if _intact(k) is None]
+    pair_of = {k: (o, d) for k, (o, d, _) in wanted.items()}
+    built_pairs: set = set()
+    errors: dict = {}
+    done = [0]
+
+    def line(result: dict) -> None:
+        with _lock:
+            done[0] += 1
+            pair = pair_of[result["key"]]
+            if "error" in result:
+                errors[pair] = result["error"]
+            elif result.get("built"):
+                built_pairs.add(pair)
+            if heard is not None:
+                heard(done[0], len(missing), f"{pair[0].removeprefix('aten::')} {dtypes.NAMES[pair[1]]}")
+
+    shares = [missing[i::jobs] for i in range(min(jobs, len(missing)))]
+    threads = [threading.Thread(target=_run_builder, args=(share, True, False, line)) for share in shares]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for job in missing:
+        pair = pair_of[job["key"]]
+        if pair not in errors and _intact(job["key"]) is None:
+            errors[pair] = "its build was interrupted"
+    with _lock:
+        built.extend(sorted(built_pairs, key=lambda pair: (pair[0], dtypes.NAMES[pair[1]])))
+    return built_pairs, errors
+
+
+def build_record(overload: str, dtype: torch.dtype) -> dict:
+    """What the build of (overload, dtype)'s package recorded (build_seconds, peak_rss_bytes, ...); {} if none."""
+    entry = _intact(key(overload, dtype))
+    return dict(entry.meta) if entry is not None else {}
+
+
 def uninstall(overload: str, dtype: torch.dtype) -> None:
     """Calls take the C++ upcast again, and a next first need installs the package anew (tests)."""
     from .. import native_guard
@@ -227,47 +301,83 @@ def _provide(overload: str, dtype: torch.dtype) -> None:
 
 
 def _packages(overload: str, dtype: torch.dtype, retry: bool = False) -> list[str]:
-    """The path of each model's package (models()): the writing package's first model, then the
+    """The path of each model's library (models()): the writing package's first model, then the
     functional op's."""
-    paths = {into: _package(overload, dtype, into, retry) for into in reversed(_variants(overload))}
-    return [paths[name in (INTO, INTO_LANES)] for name in models(overload, dtypes.NAMES[dtype])]
+    directories = {into: _package(overload, dtype, into, retry) for into in reversed(_variants(overload))}
+    return [str(directories[name in (INTO, INTO_LANES)] / f"{name}{LIBRARY_SUFFIX}")
+            for name in models(overload, dtypes.NAMES[dtype])]
 
 
-def _package(overload: str, dtype: torch.dtype, into: bool = False, retry: bool = False) -> str:
-    """The cached package's path, built first (in a child process) if the cache lacks it: the store's check,
-    lock, check. A failed build is remembered for its key (torch build and build source included), so that every
-    later process does not spend the build's compiler time again; unless `retry`, it raises at once."""
-    described = {"overload": functional(overload), "dtype": dtypes.NAMES[dtype], "into": into,
-                 "torch": torch.__version__, "device": "cpu"}
+def _package(overload: str, dtype: torch.dtype, into: bool = False, retry: bool = False) -> Path:
+    """The cached package's directory, built first by a builder process (build.py) if the cache lacks it. A
+    failed build is remembered for its key (torch build and build source included), so that every later
+    process does not spend the build's compiler time again; unless `retry`, it raises at once. In lazy mode
+    the build is handed over: it runs at low priority in a session of its own, one lazy build on the machine
+    at a time, and lands in the cache even if this process ends first."""
+    entry_key = key(overload, dtype, into)
+    entry = _intact(entry_key)
+    if entry is None:
+        if not retry:
+            _raise_remembered(entry_key)
+        job = {"key": entry_key, "overload": functional(overload), "dtype": dtypes.NAMES[dtype], "into": into}
+        builder = _run_builder([job], retry, handover=mode() == LAZY and not retry)
+        entry = _intact(entry_key)
+        if entry is None:
+            _raise_remembered(entry_key)
+            raise RuntimeError("its build was interrupted (not recorded as failed: the next need builds it)")
+        if builder is not None and entry.meta.get("builder_pid") == builder:
+            built.append((overload, dtype))
+    return entry.directory
 
-    def build(workspace: Path) -> dict:
-        try:
-            _build_in_child(functional(overload), dtype, workspace / PACKAGE, into)
-        except RuntimeError as exc:
-            raise BuildFailed(str(exc), described) from exc
-        return described
 
-    def damaged(exc: CorruptEntry) -> None:
-        log.warning("jitdtypes: rebuilding a corrupt generated CPU kernel (%s)", exc)
-
+def _intact(entry_key: str):
+    """The intact entry, or None (absent, or damaged: the builder replaces it)."""
     try:
-        entry, was_built = _store().ensure(key(overload, dtype, into), build, retry=retry, damaged=damaged)
-    except RememberedFailure as exc:
-        raise RuntimeError(f"{exc.record.get('error')} (at {exc.when}; not built again until `jitdtypes warm "
-                           "--device cpu` or `jitdtypes cache clean --stale`)") from None
-    if was_built:
-        built.append((overload, dtype))
-    return str(entry.directory / PACKAGE)
+        return _store().read(entry_key)
+    except CorruptEntry as exc:
+        log.warning("jitdtypes: rebuilding a corrupt generated CPU kernel (%s)", exc)
+        return None
 
 
-def _build_in_child(overload: str, dtype: torch.dtype, package: Path, into: bool) -> None:
-    command = [sys.executable, "-m", "jitdtypes.cpu_kernels.build", overload, dtypes.NAMES[dtype], str(package),
-               *([INTO] if into else [])]
-    environment = dict(os.environ, **{ENV_VAR: OFF, "PYTHONWARNINGS": "ignore"})  # the child builds, never asks
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=environment)
-    if done.returncode != 0 or not package.exists():
-        lines = [line for line in done.stderr.splitlines() if line.strip()]
-        raise RuntimeError(f"building it failed: {lines[-1] if lines else done.returncode}")
+def _raise_remembered(entry_key: str) -> None:
+    failure = _store().read_failure(entry_key)
+    if failure is not None:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(failure.get("created") or 0)))
+        raise RuntimeError(f"{failure.get('error')} (at {when}; not built again until `jitdtypes warm "
+                           "--device cpu` or `jitdtypes cache clean --stale`)")
+
+
+def _run_builder(jobs: list[dict], retry: bool, handover: bool, lines=None) -> int | None:
+    """Run a builder process (build.py) over `jobs` and wait for it; its pid (None: none was needed; what it
+    built names it in its metadata, `builder_pid`, and what failed is remembered). `lines(dict)` hears of
+    each job as it ends. handover: the machine's one lazy build slot is taken first (waiting for the build
+    before, which may have been this one's) and passed to the builder, which keeps it to its end, in a session
+    of its own (a terminal's Ctrl-C or the end of this process leaves it running)."""
+    command = [sys.executable, "-m", "jitdtypes.cpu_kernels.build", json.dumps({"jobs": jobs, "retry": retry})]
+    environment = dict(os.environ, **{ENV_VAR: OFF, "PYTHONWARNINGS": "ignore"})  # the builder never asks
+    if not handover:
+        with subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True) as child:
+            for line in child.stdout:
+                if lines is not None and line.startswith("{"):
+                    lines(json.loads(line))
+        return child.pid
+    slot = _store().handover_lock(LAZY_SLOT)
+    _slots.add(slot)
+    try:
+        if all(_intact(job["key"]) is not None for job in jobs):
+            return None  # built while this process waited for the slot
+        child = subprocess.Popen(command, env=environment, pass_fds=(slot,), start_new_session=True,
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        _slots.discard(slot)
+        os.close(slot)
+    _builders[child.pid] = [job["key"] for job in jobs]
+    try:
+        child.wait()
+    finally:
+        _builders.pop(child.pid, None)
+    return child.pid
 
 
 def _install(overload: str, dtype: torch.dtype, paths: list[str]) -> None:

@@ -88,6 +88,7 @@ def functional(overload: str) -> str:
 # (INTO_LANES): a view of the written tensor to another dtype inside the model, or a complex32 one, makes
 # Inductor compute into a buffer of its own and copy that. abs.out and angle.out (a real result) keep the copy.
 INTO, INTO_LANES = "into", "into_lanes"
+LIBRARY_SUFFIX = ".so"  # a package holds `<model><LIBRARY_SUFFIX>` per model
 _REAL_RESULT = frozenset({"aten::abs", "aten::angle"})
 
 

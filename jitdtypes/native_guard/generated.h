@@ -1,5 +1,5 @@
-// Kernels generated for one (operator, dtype) on CPU (jitdtypes/cpu_kernels): AOTInductor packages of the compile
-// path's formulas, one package serving every size. Python builds a package in the background and installs it
+// Kernels generated for one (operator, dtype) on CPU (jitdtypes/cpu_kernels): AOTInductor models of the compile
+// path's formulas (a shared library each, loaded from the cache as it is), one package serving every size. Python builds a package in the background and installs it
 // here once it is ready; from then on a typed guard runs it for the calls it fits, instead of the C++ upcast.
 // Anything else, and a package that raises, takes the upcast as before.
 //
@@ -38,7 +38,7 @@
 enum GeneratedModel : size_t { kWhole, kRows, kColumns, kMiddle, kModels };
 
 struct GeneratedKernel {
-  std::array<std::unique_ptr<torch::inductor::AOTIModelPackageLoader>, kModels> models;  // by GeneratedModel
+  std::array<std::unique_ptr<torch::inductor::AOTIModelContainerRunnerCpu>, kModels> models;  // by GeneratedModel
   int64_t min_numel = 0;
   bool words = false;        // inputs and complex results pass as int32 words
   bool commutative = false;  // a broadcast operand may come first (add, mul)

@@ -21,7 +21,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/empty_strided.h>
-#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#include <torch/csrc/inductor/aoti_runner/model_container_runner_cpu.h>
 #include <torch/library.h>
 
 #include "torch_compat.h"
@@ -464,8 +464,8 @@ JITDTYPES_EXPORT void jitdtypes_guard_planes(void* words, void* re, void* im, in
   planes::move(words, re, im, n, split != 0);
 }
 
-// Installs the AOTInductor package at `path` (its `models`, comma-separated, in generated.h's GeneratedModel order;
-// or one package per model, a line each) for calls of `dtype` (a ScalarType name) to `name`.`overload` at `key`
+// Installs the AOTInductor models whose shared libraries `path` lists, a line each, named by `models` (comma-
+// separated), in generated.h's GeneratedModel order, for calls of `dtype` (a ScalarType name) to `name`.`overload` at `key`
 // with at least `min_numel` elements (generated.h); `words`: it takes and returns int32 words; `commutative`: its
 // op's operands may swap. A first model named "into" or "into_lanes" writes into its first input. An empty `path`
 // uninstalls.
@@ -486,15 +486,14 @@ JITDTYPES_EXPORT int jitdtypes_guard_generated(const char* name, const char* ove
       return 0;
     }
     auto kernel = std::make_unique<GeneratedKernel>();
-    // models: comma-separated, in GeneratedModel's order; path: one package, or one per model, a line each
-    std::string names = models, paths = path, package = path;
+    std::string names = models, paths = path;
     for (size_t model = 0; model < kModels && !names.empty(); ++model) {
       const size_t comma = names.find(','), newline = paths.find('\n');
-      if (!paths.empty()) package = paths.substr(0, newline);
-      const std::string name = names.substr(0, comma);
+      if (paths.empty()) throw std::invalid_argument("fewer libraries than models: " + std::string(models));
+      const std::string library = paths.substr(0, newline), name = names.substr(0, comma);
       if (model == kWhole && name == "into") kernel->into = GeneratedKernel::Into::kWords;  // cpu_kernels/table.py
       if (model == kWhole && name == "into_lanes") kernel->into = GeneratedKernel::Into::kLanes;
-      kernel->models[model] = std::make_unique<torch::inductor::AOTIModelPackageLoader>(package, name, false, 1, -1);
+      kernel->models[model] = std::make_unique<torch::inductor::AOTIModelContainerRunnerCpu>(library, 1);
       names = comma == std::string::npos ? "" : names.substr(comma + 1);
       paths = newline == std::string::npos ? "" : paths.substr(newline + 1);
     }

@@ -145,7 +145,8 @@ def move_planes(words: int, re: int, im: int, n: int, split: bool) -> None:
 def install_generated(overload: str, key: str, dtype, path, models, min_numel: int, words: bool,
                       commutative: bool = False) -> None:
     """Typed guards of `overload` ("aten::add.Tensor" style: name and overload, none for the default) at `key`
-    run the AOTInductor package at `path` (holding `models`, in generated.h's order; or a path per model) for
+    run the AOTInductor models `models` (in generated.h's order) from their shared libraries at `path` (one
+    per model; a single model's may come alone) for
     `dtype` calls of at least `min_numel` elements (generated.h; `commutative`: a broadcast operand may come
     first); an empty `path` uninstalls."""
     name, _, overload_name = overload.partition(".")

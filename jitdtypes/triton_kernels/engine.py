@@ -11,11 +11,13 @@ lock.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib
 import logging
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -40,6 +42,7 @@ CPU_BACKENDS = (UPCAST, TRITON_INTERPRET)
 counters: Counter = Counter()  # generated, read_from_cache, read_from_layer, regenerated_corrupt, in_memory, loaded,
 #                                triton_entries_installed
 _warned: set[str] = set()
+_private_dirs: list[tuple[int, Path]] = []  # (pid, directory): in-memory kernels' sources, removed at exit
 _loaded: dict[tuple, object] = {}
 _lock = threading.RLock()
 _cpu_backend = UPCAST
@@ -243,8 +246,19 @@ def _in_memory(family: str, params: dict, device_type: str) -> tuple[str, str, s
     counters["in_memory"] += 1
     source, key = _render(family, params), kernel_key(family, params, device_type)
     private = Path(tempfile.mkdtemp(prefix="jitdtypes-kernel-"))  # mode 0700
+    _private_dirs.append((os.getpid(), private))
+    if len(_private_dirs) == 1:
+        atexit.register(_remove_private_dirs)
     (private / SOURCE).write_text(source)  # compiled Triton reads its source back from a file
     return source, str(private / SOURCE), key
+
+
+def _remove_private_dirs() -> None:
+    """At exit: $TMPDIR keeps nothing of this process's. A forked child that exits leaves its parent's alone
+    (they are still read)."""
+    for pid, private in _private_dirs:
+        if pid == os.getpid():
+            shutil.rmtree(private, ignore_errors=True)
 
 
 def _from_layers(key: str) -> tuple[Entry, Store] | None:
