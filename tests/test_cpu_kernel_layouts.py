@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import contextlib
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -98,7 +100,9 @@ def _from_two_elements(overload, dtype, path):
     """The package installed from 2 elements on, so that OpInfo's small sample tensors reach it."""
     from jitdtypes import native_guard
 
-    native_guard.install_generated(overload, "CPU", dtype, path, table.models(overload, dtypes.NAMES[dtype]), 2,
+    models = table.models(overload, dtypes.NAMES[dtype])
+    native_guard.install_generated(overload, "CPU", dtype, [Path(path).with_name(f"{model}{table.LIBRARY_SUFFIX}")
+                                                           for model in models], models, 2,
                                    words=dtype != torch.complex32)
     try:
         yield

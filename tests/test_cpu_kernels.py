@@ -332,13 +332,19 @@ def test_every_generated_op_has_a_compile_path_formula():
 
 def test_warm_command_builds_the_generated_kernels_of_every_dtype():
     """`jitdtypes warm --device cpu` as the console script runs it (argv[0] "jitdtypes": importing the package
-    does not enable it), with the build recorded instead of run. It had warmed none: the registrar offers them
-    only once enabled."""
+    does not enable it), with the builds recorded instead of run. It had warmed none: the registrar offers
+    them only once enabled."""
     code = textwrap.dedent("""
         import sys
         sys.argv[0] = "jitdtypes"
         from jitdtypes import cpu_kernels, dtypes
-        cpu_kernels.ensure = lambda overload, dtype: print("built", overload, dtypes.NAMES[dtype]) or True
+
+        def build_many(pairs, jobs, heard):
+            for overload, dtype in pairs:
+                print("built", overload, dtypes.NAMES[dtype])
+            return set(pairs), {}
+
+        cpu_kernels.build_many, cpu_kernels.build_record = build_many, lambda overload, dtype: {}
         from jitdtypes.cli import main
         sys.exit(main(["warm", "--dtype", "all", "--device", "cpu", "--ops", "tanh"]))
     """)
