@@ -4,9 +4,11 @@
 //   torch          what the guard needs                     how it gets it here
 //   2.14           the unboxed KernelFunction of a kernel   SafeKernelFunction::kernelFunction()
 //   2.9 - 2.13     the same                                 the private member SafeKernelFunction::kernel_
-//   2.14           whether a tensor has names               none has (named tensors are gone)
-//   2.9 - 2.13     the same (copy_ propagates names, so     Tensor::has_names()
-//                  convert.h leaves named tensors to it)
+//   2.9 - 2.12     whether a tensor has names (copy_        Tensor::has_names()
+//                  propagates names, so convert.h leaves
+//                  named tensors to it)
+//   2.13 (CPU      the same                                 none has (named tensors are gone); detected by
+//   wheel), 2.14                                            whether TensorBase has has_names()
 //   2.14           whether a dtype is bcomplex32            ScalarType::BComplex32
 //   2.9 - 2.13     the same                                 none is (no such dtype)
 //
@@ -43,18 +45,27 @@ inline const c10::KernelFunction& unboxed(const c10::SafeKernelFunction& kernel)
   return kernel.*member_of(SafeKernelMember{});
 }
 
-inline bool has_names(const at::TensorBase& t) { return t.has_names(); }
-
 inline bool is_bcomplex32(c10::ScalarType) { return false; }
 
 #else
 
 inline const c10::KernelFunction& unboxed(const c10::SafeKernelFunction& kernel) { return kernel.kernelFunction(); }
 
-inline bool has_names(const at::TensorBase&) { return false; }
-
 inline bool is_bcomplex32(c10::ScalarType dtype) { return dtype == c10::ScalarType::BComplex32; }
 
 #endif
+
+// Overload resolution prefers the int parameter, where the call compiles.
+template <class Tensor>
+auto has_names_of(const Tensor& t, int) -> decltype(t.has_names()) {
+  return t.has_names();
+}
+
+template <class Tensor>
+bool has_names_of(const Tensor&, long) {
+  return false;
+}
+
+inline bool has_names(const at::TensorBase& t) { return has_names_of(t, 0); }
 
 }  // namespace jitdtypes_compat
