@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ import jitdtypes
 from jitdtypes import dtype_table, dtypes
 from jitdtypes.cli import warm
 from jitdtypes.cli import parser
-from tests.conftest import CLI
+from tests.conftest import CLI, seed_cache
 
 HELP_COMMANDS = [["--help"], ["--version"], ["ops", "--help"], ["warm", "--help"], ["cache", "--help"],
                  *(["cache", name, "--help"] for name in ("info", "list", "show", "clean", "verify", "export",
@@ -235,3 +236,25 @@ def test_progress_on_a_terminal_rewrites_one_line_with_the_eta():
 
 def test_duration_reads_at_a_glance():
     assert [warm.duration(s) for s in (0.04, 59.94, 61, 3599, 3725)] == ["0.0s", "59.9s", "1m01s", "59m59s", "1h02m"]
+
+
+def test_warm_without_triton_makes_the_cpu_kernels_and_says_why_not_the_triton_ones(tmp_path):
+    """A CPU-only environment without triton: `warm --device cpu` does everything else and says once why the
+    Triton kernels were skipped; `--device cuda` is refused with the reason."""
+    program = textwrap.dedent("""
+        import sys
+        sys.modules["triton"] = None  # as if it were not installed: importing it fails, find_spec finds nothing
+        sys.argv[0] = "jitdtypes"
+        from jitdtypes.cli import main
+        sys.exit(main(sys.argv[1:]))
+    """)
+    environment = dict(os.environ, JITDTYPES_CACHE_DIR=str(seed_cache(tmp_path / "cache")), JITDTYPES_CPU_KERNELS="off")
+    run = subprocess.run([sys.executable, "-c", program, "warm", "--dtype", "complex32", "--device", "cpu", "--ops",
+                          "exp"], env=environment, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    lines = run.stdout.splitlines()
+    assert [line for line in lines if line.startswith("Triton kernels skipped: triton is not installed")]
+    assert "failed 0" in lines[-1] and "ModuleNotFoundError" not in run.stdout + run.stderr
+    refused = subprocess.run([sys.executable, "-c", program, "warm", "--dtype", "complex32", "--arch", "sm_90"],
+                             env=environment, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "triton is not installed" in refused.stderr, refused.stderr[-2000:]

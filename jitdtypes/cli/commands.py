@@ -96,9 +96,17 @@ def warm(args) -> int:
     _refuse_absent_dtype(args.dtype)
     names = sorted(n for n in dtype_table.COMPLEX if n not in dtypes.ABSENT) if args.dtype == "all" else [args.dtype]
     ops = set(args.ops) if args.ops else None
-    known = {params["op"] for _, params in warm.kernels_to_warm(names, None)}
+    without_triton = warm.triton_missing()
+    if without_triton and device == "cuda":
+        raise UsageError(f"--device cuda makes Triton kernels, and {without_triton}")
+    if without_triton:
+        from ..cpu_kernels import table
+
+        known, kind = {o.removeprefix("aten::").split(".")[0] for o in (*table.GENERATED, *table.WRITING)}, "CPU"
+    else:
+        known, kind = {params["op"] for _, params in warm.kernels_to_warm(names, None)}, "template"
     if ops and not ops <= known:
-        raise UsageError(f"--ops: unknown ops {sorted(ops - known)}; template ops are: {', '.join(sorted(known))}")
+        raise UsageError(f"--ops: unknown ops {sorted(ops - known)}; {kind} ops are: {', '.join(sorted(known))}")
 
     guard_line = _warm_guard()
     _warm_discovery()
@@ -115,6 +123,8 @@ def warm(args) -> int:
                 if device == "cuda" else "")
     target = f"{device} {','.join(a.name for a in arches)}" if arches else device
     print(guard_line)
+    if without_triton:
+        print(f"Triton kernels skipped: {without_triton}")
     peak = f", largest build {summary.build_peak_rss / 2 ** 20:.0f} MB" if summary.build_peak_rss else ""
     print(f"warm {','.join(names)} on {target}: {summary.total} kernels: generated {summary.generated}, "
           f"already cached {summary.cached}{compiled}, failed {len(summary.failed)}{peak}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import math
 import os
 import re
@@ -103,6 +104,13 @@ def kernels_to_warm(dtype_names: list[str], ops: set[str] | None) -> list[tuple[
     return wanted
 
 
+def triton_missing() -> str | None:
+    """Why no Triton kernel can be made here (None: they can). CPU calls never use them."""
+    if importlib.util.find_spec("triton") is None:
+        return "triton is not installed (`pip install triton` adds them; CPU calls do not need them)"
+    return None
+
+
 def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None,
          progress: ProgressReport | None = None, arches: list[aot.Arch] | None = None, jobs: int = 1) -> Summary:
     """`progress` hears of each phase and of each kernel before it is made. On CUDA, `arches` (default: none
@@ -116,7 +124,7 @@ def warm(dtype_names: list[str], device_type: str, ops: set[str] | None = None,
         if has_gpu:
             _compile(dtype_names, ops, summary, progress)
         return summary
-    kernels = kernels_to_warm(dtype_names, ops)
+    kernels = [] if triton_missing() else kernels_to_warm(dtype_names, ops)
     summary = Summary(total=len(kernels))
     store = Store(KERNELS)
     if progress:
