@@ -1,6 +1,7 @@
-"""Distributed training on 16-bit complex tensors (CPU, gloo, 2 processes): collectives, DDP (averaged gradients,
-micro-steps under no_sync), FSDP2 with a mixed-precision policy, DTensor. Each against the same run in complex64 on the same
-rounded values (tests/distributed_ranks.py runs the ranks); collectives of 16-bit values are exact."""
+"""Distributed training on 16-bit complex tensors (CPU, gloo, 2 processes): collectives, DDP (averaged
+gradients, micro-steps under no_sync), FSDP2 with a mixed-precision policy, DTensor. Each against the same run
+in complex64 on the same rounded values (tests/distributed_ranks.py runs the ranks); collectives of 16-bit
+values are exact."""
 
 from __future__ import annotations
 
