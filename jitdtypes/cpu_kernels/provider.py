@@ -10,20 +10,19 @@ model), so one kernel serves every size and shape; a package loads without Dynam
 the cache (nothing is extracted into $TMPDIR), and runs from C++. How it compares with the
 upcast path and complex64 per op and size: `python -m benchmarks.cpu_eager` (docs/PERFORMANCE.md).
 
-Tiers, so that nobody waits: the first call of an (op, dtype) goes to the Python router (as always), which
-asks for the kernel (`first_need`). A package in the cache is installed at once; otherwise a background thread
-has a builder process build it (the calling process imports neither Dynamo nor Inductor), and the C++ upcast
-serves every call until it is installed. A build belongs to the cache, not to the process that asked: the
-builder holds the key's lock and publishes into the cache itself; in lazy mode it runs at low priority in a
-session of its own, holding the machine's one lazy build slot (LAZY_SLOT), so that many short processes
-asking at once start one build, and one that ends while its build runs leaves it to finish and land. A
-forked child leaves its parent's builds alone (_after_fork_in_child). Installed, a typed guard runs it for the calls it fits
-(native_guard/generated.h: dense inputs of one dtype, shape and strides, alpha 1, at least table.min_numel
-elements; reductions over adjacent dims of a contiguous tensor by the model of their layout, table.DIM_MODELS;
-a broadcast operand of a binary op by the rows or columns model, table.BINARY_MODELS;
-in-place and out= forms through a package of their own that writes into the written tensor, table.INTO, or
-their functional op's, table.WRITING). The
-first call of each (op, dtype) in a process always takes the router (its path is logged there).
+Tiers, so that nobody waits: the first call of an (op, dtype) goes to the Python router (as always), which asks for
+the kernel (`first_need`). A package in the cache is installed at once; otherwise a background thread has a builder
+process build it (the calling process imports neither Dynamo nor Inductor), and the C++ upcast serves every call
+until it is installed. A build belongs to the cache, not to the process that asked: the builder holds the key's
+lock and publishes into the cache itself; in lazy mode it runs at low priority in a session of its own, holding the
+machine's one lazy build slot (LAZY_SLOT), so that many short processes asking at once start one build, and one
+that ends while its build runs leaves it to finish and land. A forked child leaves its parent's builds alone
+(_after_fork_in_child). Installed, a typed guard runs it for the calls it fits (native_guard/generated.h: dense
+inputs of one dtype, shape and strides, alpha 1, at least table.min_numel elements; reductions over adjacent dims
+of a contiguous tensor by the model of their layout, table.DIM_MODELS; a broadcast operand of a binary op by the
+rows or columns model, table.BINARY_MODELS; in-place and out= forms through a package of their own that writes into
+the written tensor, table.INTO, or their functional op's, table.WRITING). The first call of each (op, dtype) in a
+process always takes the router (its path is logged there).
 
 JITDTYPES_CPU_KERNELS: `lazy` (default), `eager` (the first call builds and installs before it returns: tests),
 `off`. Packages go to the cache's `cpu_kernels` entries (cache_tools/store.py), keyed by the source of the code
