@@ -125,6 +125,8 @@ def old_layout(root: Path | None = None, kinds=KINDS) -> list[Path]:
         for path in sorted(folder.iterdir()) if folder.is_dir() else []:
             if path.name.startswith(WORK):
                 continue  # a build's workspace: leftovers()
+            if path.name.endswith(LOCK) and path.is_file():
+                continue  # a kind-wide lock (cpu_kernels' lazy build slot): removing it would let two hold it
             if len(path.name) != 2 or not path.is_dir() or path.is_symlink():
                 found.append(path)
                 continue

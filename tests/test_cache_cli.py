@@ -178,9 +178,11 @@ def _package(cache: Path, key: str, dtype: str = "complex32") -> Path:
 
 def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
     from jitdtypes import cpu_kernels
+    from jitdtypes.cpu_kernels import provider
 
     current = cpu_kernels.key("aten::exp", dtypes.BY_NAME["complex32"])
     kept, stale, damaged = _package(cache, current), _package(cache, "ab" * 32), _package(cache, "cd" * 32)
+    os.close(Store("cpu_kernels", cache).handover_lock(provider.LAZY_SLOT))  # as a lazy build leaves it
     (damaged / "model.so").write_bytes(b"\x7fELF changed")
     Store("cpu_kernels", cache).record_failure(cpu_kernels.key("aten::sin", dtypes.BY_NAME["complex32"]),
                                                {"overload": "aten::sin", "dtype": "complex32", "error": "it failed"})
@@ -194,8 +196,10 @@ def test_clean_verify_and_info_cover_generated_cpu_kernels(cache):
     jitdtypes_cli(cache, "cache", "verify", "--fix")
     assert not damaged.exists() and kept.exists()
 
+    assert "old layout" not in jitdtypes_cli(cache, "cache", "info").stdout
     assert "generated aten::exp" in jitdtypes_cli(cache, "cache", "clean", "--stale").stdout
     assert kept.exists() and not stale.exists() and not any(cache.rglob("*.failed.json"))
+    assert (cache / "cpu_kernels" / provider.LAZY_SLOT).is_file()  # a lock another process may hold
     assert "generated aten::exp complex32; dtype complex32" in jitdtypes_cli(
         cache, "cache", "clean", "--dtype", "complex32").stdout
     assert not kept.exists()
