@@ -38,7 +38,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import torch
@@ -46,7 +45,7 @@ import torch
 from .._version import __version__
 from .. import dtypes
 from cache_tools import source_digest
-from cache_tools.store import CPU_KERNELS, CorruptEntry, InsecureEntry, Store, cache_key
+from cache_tools.store import CPU_KERNELS, CorruptEntry, InsecureEntry, RememberedFailure, Store, cache_key
 from .table import (GENERATED, INTO, INTO_LANES, LIBRARY_SUFFIX, OVERRIDDEN, SHIM_DTYPES, WRITING, commutative,
                     functional, min_numel, models, writes_into)
 
@@ -341,9 +340,8 @@ def _intact(entry_key: str):
 def _raise_remembered(entry_key: str) -> None:
     failure = _store().read_failure(entry_key)
     if failure is not None:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(float(failure.get("created") or 0)))
-        raise RuntimeError(f"{failure.get('error')} (at {when}; not built again until `jitdtypes warm "
-                           "--device cpu` or `jitdtypes cache clean --stale`)")
+        raise RuntimeError(f"{failure.get('error')} (at {RememberedFailure(failure).when}; not built again until "
+                           "`jitdtypes warm --device cpu` or `jitdtypes cache clean --stale`)")
 
 
 def _run_builder(jobs: list[dict], retry: bool, handover: bool, lines=None) -> int | None:
